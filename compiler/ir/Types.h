@@ -1,0 +1,87 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tkc::ir {
+
+enum class DType { I1, I32, F32, BF16, F16 };
+
+const char *dtypeName(DType dtype);
+std::optional<DType> parseDType(std::string_view name);
+int dtypeBytes(DType dtype);
+bool isFloat(DType dtype);
+
+/// Where a tile lives. `Unplaced` tiles come out of lowering; the layout
+/// pass decides between registers and shared memory.
+enum class MemSpace { Unplaced, Register, Shared };
+
+/// How the elements of a block-wide tile are spread over warps and lanes.
+///
+///  Acc       the accumulator of mma.sync m16n8k16. Warps form a
+///            warpsM x warpsN grid; each owns a (M/warpsM) x (N/warpsN) sub-tile.
+///  OperandA  the A-operand fragments of mma.sync: each warp holds the rows of
+///            its warp row, every column; replicated across warpsN.
+///  AccRow    a vector indexed by the rows of an Acc tile (row reductions);
+///            replicated across the four lanes that share a row.
+///  Strip     rows round-robin over warps, each lane owns 8 consecutive
+///            columns per 256-column chunk (16-byte accesses).
+///  StripRow  a vector indexed by the rows of a Strip tile.
+///  StripCol  a vector indexed by the columns of a Strip tile.
+///  Swizzle   shared memory, 16-byte chunks XOR-swizzled by row so that
+///            ldmatrix and cp.async hit distinct banks.
+enum class LayoutKind { None, Acc, OperandA, AccRow, Strip, StripRow, StripCol, Swizzle };
+
+struct Layout {
+  LayoutKind kind = LayoutKind::None;
+  int warpsM = 1; ///< warp rows (Acc, OperandA, AccRow) or warps (Strip*)
+  int warpsN = 1; ///< warp columns (Acc, OperandA, AccRow)
+
+  bool operator==(const Layout &) const = default;
+  std::string str() const;
+};
+
+/// A dimension of a global tensor: static, or a symbol that names a scalar
+/// kernel parameter.
+struct Dim {
+  int64_t size = -1;
+  std::string symbol;
+  bool isStatic() const { return symbol.empty(); }
+  bool operator==(const Dim &) const = default;
+};
+
+enum class TypeKind { Scalar, Global, Tile };
+
+struct Type {
+  TypeKind kind = TypeKind::Scalar;
+  DType dtype = DType::I32;
+  // Global tensors.
+  std::vector<Dim> dims;
+  bool isOutput = false;
+  // Tiles.
+  std::vector<int64_t> shape;
+  MemSpace space = MemSpace::Unplaced;
+  Layout layout;
+  int stages = 0; ///< shared buffers with one slot per pipeline stage
+
+  static Type scalar(DType dtype);
+  static Type global(DType dtype, std::vector<Dim> dims, bool isOutput);
+  static Type tile(DType dtype, std::vector<int64_t> shape, MemSpace space = MemSpace::Unplaced,
+                   Layout layout = {});
+
+  bool isScalar() const { return kind == TypeKind::Scalar; }
+  bool isGlobal() const { return kind == TypeKind::Global; }
+  bool isTile() const { return kind == TypeKind::Tile; }
+  bool isRegister() const { return isTile() && space == MemSpace::Register; }
+  bool isShared() const { return isTile() && space == MemSpace::Shared; }
+  int64_t numElements() const;
+  Type withDType(DType d) const;
+  Type withLayout(MemSpace s, Layout l) const;
+
+  bool operator==(const Type &) const = default;
+  std::string str() const;
+};
+
+} // namespace tkc::ir

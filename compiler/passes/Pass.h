@@ -1,0 +1,36 @@
+#pragma once
+#include "ir/IR.h"
+#include "support/Diagnostics.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tkc {
+
+/// What the passes and the code generator may assume about the GPU.
+struct Target {
+  std::string name;          ///< "sm_80" or "sm_90a"
+  int computeCapability = 80;
+  int sharedMemoryBytes = 0; ///< per block, opt-in maximum
+  int maxWarps = 32;
+
+  static const Target *lookup(const std::string &name);
+};
+
+/// A pass reads the module and rewrites it in place. It reports problems
+/// through the diagnostic engine and returns false if it could not finish.
+class Pass {
+public:
+  virtual ~Pass() = default;
+  virtual const char *name() const = 0;
+  virtual const char *description() const = 0;
+  virtual bool run(ir::Module &module, const Target &target, DiagnosticEngine &diags) = 0;
+};
+
+/// Every pass, in pipeline order.
+std::vector<std::unique_ptr<Pass>> createPipeline();
+/// One pass by name, or null.
+std::unique_ptr<Pass> createPass(const std::string &name);
+
+} // namespace tkc

@@ -1,0 +1,27 @@
+import os
+import shutil
+
+import lit.formats
+
+config.name = "tkc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".tk", ".tkir", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "CMakeLists.txt"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tkc_obj_root, "test")
+
+tools_bin = os.path.join(config.tkc_obj_root, "tools")
+config.environment["PATH"] = os.pathsep.join(
+    [tools_bin, config.llvm_tools_dir, os.path.join(config.tkc_src_root, "tools"), config.environment.get("PATH", os.environ.get("PATH", ""))])
+# Diagnostics are plain text in tests, whatever the terminal.
+config.environment["NO_COLOR"] = "1"
+
+config.substitutions.append(("%tkc_src", config.tkc_src_root))
+config.substitutions.append(("%runtime", os.path.join(config.tkc_src_root, "runtime")))
+config.substitutions.append(("%examples", os.path.join(config.tkc_src_root, "examples")))
+
+if os.path.exists(config.nvcc) and not os.environ.get("TKC_SKIP_NVCC"):
+    config.available_features.add("nvcc")
+    config.substitutions.append(("%nvcc", config.nvcc))
+if os.path.exists(os.path.join(config.tkc_obj_root, "test", "tkc-unittests")):
+    config.available_features.add("unittests")

@@ -67,6 +67,11 @@ struct Kernel {
   std::string name;
   int warps = 4;
   SourceLocation loc;
+  /// The source kernel this one specialises and the compile-time parameter
+  /// values it was specialised for (`where D in {64, 128}`), in declaration
+  /// order. Empty for kernels without `where`.
+  std::string sourceName;
+  std::vector<std::pair<std::string, int64_t>> specialization;
   Block launch; ///< arguments: the kernel's scalar parameters; ends in `grid`
   Block body;   ///< arguments: every kernel parameter
 

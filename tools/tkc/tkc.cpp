@@ -1,12 +1,310 @@
+// tkc: compiles a .tk file to CUDA C++. The phases run in order (lex, parse,
+// check, lower, passes, emit), and --emit stops after any of them to print
+// its result, so each phase can be tested on its own.
+
+#include "codegen/CudaEmitter.h"
+#include "frontend/AST.h"
+#include "frontend/Lexer.h"
+#include "frontend/Parser.h"
+#include "frontend/Sema.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+#include "lowering/LowerToIR.h"
+#include "passes/Pass.h"
+
+#include <fmt/format.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <set>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace tkc;
+namespace cl = llvm::cl;
+
+namespace {
+
+enum class EmitKind { Tokens, Ast, Ir, Cuda };
+enum class ColorMode { Auto, Always, Never };
+
+/// The name --print-after and --stop-after use for lowering itself.
+constexpr const char *kLowerPhase = "lower";
+
+cl::OptionCategory tkcCategory("tkc options");
+
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input .tk file, or - for stdin>"), cl::Required,
+                               cl::cat(tkcCategory));
+cl::opt<std::string> outputPath("o",
+                                cl::desc("Output file (- for stdout). Default: the input with .tk replaced by .cu "
+                                         "for --emit=cuda, stdout otherwise"),
+                                cl::value_desc("file"), cl::cat(tkcCategory));
+cl::opt<std::string> targetName("target", cl::desc("Target GPU: sm_80 (default) or sm_90a"), cl::init("sm_80"),
+                                cl::cat(tkcCategory));
+cl::opt<EmitKind> emitKind("emit", cl::desc("What to produce"), cl::init(EmitKind::Cuda),
+                           cl::values(clEnumValN(EmitKind::Tokens, "tokens", "one token per line"),
+                                      clEnumValN(EmitKind::Ast, "ast", "the checked syntax tree"),
+                                      clEnumValN(EmitKind::Ir, "ir", "the tile IR after the passes"),
+                                      clEnumValN(EmitKind::Cuda, "cuda", "CUDA C++ (default)")),
+                           cl::cat(tkcCategory));
+cl::opt<std::string> passList("passes",
+                              cl::desc("Passes to run: `all` (default), `none`, or a comma-separated list"),
+                              cl::init("all"), cl::cat(tkcCategory));
+cl::list<std::string> printAfter("print-after",
+                                 cl::desc("Print the IR to stderr after this pass (or `lower`); repeatable"),
+                                 cl::value_desc("pass"), cl::cat(tkcCategory));
+cl::opt<bool> printAfterAll("print-after-all", cl::desc("Print the IR to stderr after lowering and every pass"),
+                            cl::cat(tkcCategory));
+cl::opt<std::string> stopAfter("stop-after", cl::desc("Stop the pipeline after this pass (or `lower`)"),
+                               cl::value_desc("pass"), cl::cat(tkcCategory));
+cl::opt<std::string> kernelName("kernel", cl::desc("Compile only the kernel with this name"),
+                                cl::value_desc("name"), cl::cat(tkcCategory));
+cl::opt<bool> printLocations("print-locations", cl::desc("Print `loc(LINE:COL)` after every IR op"),
+                             cl::cat(tkcCategory));
+cl::opt<bool> verifyEach("verify-each", cl::desc("Verify the IR after every pass (it is always verified after lowering)"),
+                         cl::cat(tkcCategory));
+cl::opt<bool> warningsAsErrors("Werror", cl::desc("Treat warnings as errors"), cl::cat(tkcCategory));
+cl::opt<unsigned> errorLimit("error-limit", cl::desc("Stop after this many errors (0: no limit; default 20)"),
+                             cl::init(20), cl::cat(tkcCategory));
+// Registered under a placeholder name: LLVM's support library brings its
+// own boolean `--color`, which main() replaces with this one.
+cl::opt<ColorMode> colorMode("tkc-color", cl::desc("Colour diagnostics"), cl::init(ColorMode::Auto),
+                             cl::values(clEnumValN(ColorMode::Auto, "auto", "when stderr is a terminal and NO_COLOR is unset"),
+                                        clEnumValN(ColorMode::Always, "always", "always"),
+                                        clEnumValN(ColorMode::Never, "never", "never")),
+                             cl::cat(tkcCategory));
+
+bool useColor() {
+  switch (colorMode) {
+  case ColorMode::Always: return true;
+  case ColorMode::Never: return false;
+  case ColorMode::Auto: break;
+  }
+  const char *noColor = std::getenv("NO_COLOR");
+  return isatty(STDERR_FILENO) && !(noColor && *noColor);
+}
+
+std::string defaultOutputPath() {
+  if (emitKind != EmitKind::Cuda || inputPath == "-")
+    return "-";
+  std::string path = inputPath;
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".tk") == 0)
+    path.resize(path.size() - 3);
+  return path + ".cu";
+}
+
+/// Writes `text` to `path` all at once: into a temporary file next to it that
+/// is renamed into place, so a failed run never leaves a partial output.
+bool writeOutput(const std::string &path, const std::string &text, DiagnosticEngine &diags) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  }
+  std::string tempPath = path + ".tmp.XXXXXX";
+  int fd = mkstemp(tempPath.data());
+  if (fd < 0) {
+    diags.report({}, DiagId::CannotWriteOutput, path, std::strerror(errno));
+    return false;
+  }
+  bool ok = true;
+  for (size_t written = 0; ok && written < text.size();) {
+    ssize_t n = write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR)
+      continue;
+    ok = n > 0;
+    written += ok ? static_cast<size_t>(n) : 0;
+  }
+  int savedErrno = errno;
+  ok &= close(fd) == 0;
+  // mkstemp creates the file readable by its owner only; give the output
+  // the usual permissions.
+  if (ok) {
+    mode_t mask = umask(0);
+    umask(mask);
+    chmod(tempPath.c_str(), 0666 & ~mask);
+  }
+  if (ok && std::rename(tempPath.c_str(), path.c_str()) != 0) {
+    savedErrno = errno;
+    ok = false;
+  }
+  if (!ok) {
+    std::remove(tempPath.c_str());
+    diags.report({}, DiagId::CannotWriteOutput, path, std::strerror(savedErrno ? savedErrno : EIO));
+  }
+  return ok;
+}
+
+std::string printTokens(const std::vector<Token> &tokens) {
+  std::string out;
+  for (const Token &token : tokens)
+    out += fmt::format("{}:{} {} '{}'\n", token.loc.line, token.loc.column, tokenKindName(token.kind), token.text);
+  return out;
+}
+
+std::string printIR(const ir::Module &module) {
+  ir::PrintOptions options;
+  options.locations = printLocations;
+  return ir::printModule(module, options);
+}
+
+/// The passes to run, in order, or nullopt after reporting an unknown name.
+std::optional<std::vector<std::unique_ptr<Pass>>> selectPasses(DiagnosticEngine &diags) {
+  std::vector<std::unique_ptr<Pass>> passes;
+  if (passList == "all")
+    return createPipeline();
+  if (passList == "none")
+    return passes;
+  bool ok = true;
+  llvm::SmallVector<llvm::StringRef> names;
+  llvm::StringRef(passList).split(names, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef name : names) {
+    if (auto pass = createPass(name.trim().str()))
+      passes.push_back(std::move(pass));
+    else {
+      diags.report({}, DiagId::UnknownPass, name.trim().str());
+      ok = false;
+    }
+  }
+  if (!ok)
+    return std::nullopt;
+  return passes;
+}
+
+/// --print-after and --stop-after name lowering or a pass of the pipeline.
+bool checkPhaseNames(DiagnosticEngine &diags) {
+  bool ok = true;
+  auto check = [&](const std::string &name) {
+    if (name != kLowerPhase && !createPass(name)) {
+      diags.report({}, DiagId::UnknownPass, name);
+      ok = false;
+    }
+  };
+  for (const std::string &name : printAfter)
+    check(name);
+  if (!stopAfter.empty())
+    check(stopAfter);
+  return ok;
+}
+
+bool shouldPrintAfter(const std::string &phase) {
+  if (printAfterAll)
+    return true;
+  for (const std::string &name : printAfter)
+    if (name == phase)
+      return true;
+  return false;
+}
+
+void printAfterPhase(const std::string &phase, const ir::Module &module) {
+  if (!shouldPrintAfter(phase))
+    return;
+  std::string text = fmt::format("// -----// IR after {} //----- //\n", phase) + printIR(module);
+  std::fwrite(text.data(), 1, text.size(), stderr);
+}
+
+/// Runs everything after parsing; returns the text to write, or nullopt.
+std::optional<std::string> compile(ast::File &file, const Target &target, DiagnosticEngine &diags) {
+  if (!sema::checkFile(file, diags) || diags.hasErrors())
+    return std::nullopt;
+  if (emitKind == EmitKind::Ast)
+    return ast::dumpAST(file);
+
+  if (!kernelName.empty()) {
+    std::erase_if(file.kernels, [](const ast::Kernel &kernel) { return kernel.name != kernelName.getValue(); });
+    if (file.kernels.empty()) {
+      diags.report({}, DiagId::KernelNotFound, kernelName.getValue());
+      return std::nullopt;
+    }
+  }
+
+  auto passes = selectPasses(diags);
+  if (!passes)
+    return std::nullopt;
+  std::unique_ptr<ir::Module> module = lowerToIR(file, diags);
+  if (!module || diags.hasErrors() || !ir::verifyModule(*module, diags))
+    return std::nullopt;
+  printAfterPhase(kLowerPhase, *module);
+  if (stopAfter != kLowerPhase) {
+    for (const auto &pass : *passes) {
+      if (!pass->run(*module, target, diags) || diags.hasErrors())
+        return std::nullopt;
+      if (verifyEach && !ir::verifyModule(*module, diags))
+        return std::nullopt;
+      printAfterPhase(pass->name(), *module);
+      if (stopAfter == pass->name())
+        break;
+    }
+  }
+
+  if (emitKind == EmitKind::Ir)
+    return printIR(*module);
+  std::string cuda;
+  if (!codegen::emitCuda(*module, target, inputPath == "-" ? "<stdin>" : inputPath.getValue(), cuda, diags) ||
+      diags.hasErrors())
+    return std::nullopt;
+  return cuda;
+}
+
+/// Takes the option name `color` over from LLVM's own colour switch.
+void claimColorOption() {
+  llvm::StringMap<cl::Option *> &options = cl::getRegisteredOptions();
+  if (auto it = options.find("color"); it != options.end() && it->second != &colorMode)
+    it->second->removeArgument();
+  colorMode.setArgStr("color");
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--version") == 0) {
-      std::printf("tkc 0.1.0\n");
-      return 0;
-    }
-  std::fprintf(stderr, "tkc: error: no input file\n");
-  return 1;
+  claimColorOption();
+  cl::HideUnrelatedOptions(tkcCategory);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "tkc 0.1.0\n"; });
+  // On a bad option llvm::cl prints its message and exits with status 1.
+  cl::ParseCommandLineOptions(argc, argv, "tkc: compiles tile kernels (.tk) to CUDA C++\n");
+
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  diags.setColor(useColor());
+  diags.setWarningsAsErrors(warningsAsErrors);
+  diags.setErrorLimit(errorLimit);
+
+  const Target *target = Target::lookup(targetName);
+  if (!target)
+    diags.report({}, DiagId::UnknownTarget, targetName.getValue());
+  checkPhaseNames(diags);
+  if (diags.hasErrors())
+    return 1;
+
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputPath, /*IsText=*/false);
+  if (!buffer) {
+    diags.report({}, DiagId::CannotOpenInput, inputPath.getValue(), buffer.getError().message());
+    return 1;
+  }
+  uint32_t fileId = sources.addBuffer(inputPath == "-" ? "<stdin>" : inputPath.getValue(),
+                                      std::string((*buffer)->getBufferStart(), (*buffer)->getBufferSize()));
+  buffer->reset();
+
+  std::vector<Token> tokens = lexBuffer(sources, fileId, diags);
+  std::optional<std::string> output;
+  if (emitKind == EmitKind::Tokens) {
+    if (!diags.hasErrors())
+      output = printTokens(tokens);
+  } else if (!diags.limitReached()) {
+    ast::File file = parseFile(tokens, diags);
+    tokens.clear();
+    if (!diags.hasErrors())
+      output = compile(file, *target, diags);
+  }
+  if (!output || diags.hasErrors())
+    return 1;
+  std::string path = outputPath.empty() ? defaultOutputPath() : outputPath.getValue();
+  return writeOutput(path, *output, diags) ? 0 : 1;
 }

@@ -1,0 +1,243 @@
+// Register-tile computation: elementwise maps, reductions, broadcasts and
+// layout conversions. Every tile is a flat per-thread array; loops over it
+// are fully unrolled, so the array lives in registers.
+#include "codegen/KernelEmitter.h"
+
+namespace tkc::codegen {
+
+using namespace ir;
+
+void KernelEmitter::declareTile(const Value *v) {
+  if (v->type.layout.kind == LayoutKind::OperandA) {
+    out_.line("uint32_t {}[{}];", name(v), operandACount(v->type));
+    return;
+  }
+  out_.line("{} {}[{}];", cType(v->type.dtype), name(v), fragmentOf(v->type).count());
+}
+
+std::string KernelEmitter::element(const Value *v, const std::string &flat, bool asFloat) {
+  if (v->type.isScalar()) {
+    std::string s = scalar(v);
+    return asFloat && v->type.dtype == DType::I32 ? fmt::format("float({})", s) : s;
+  }
+  std::string e = fmt::format("{}[{}]", name(v), flat);
+  if (asFloat && (v->type.dtype == DType::BF16 || v->type.dtype == DType::F16))
+    return fmt::format("float({})", e);
+  if (asFloat && v->type.dtype == DType::I32)
+    return fmt::format("float({})", e);
+  return e;
+}
+
+void KernelEmitter::emitElementwise(const Op &op) {
+  const Value *result = op.result();
+  DType dtype = result->type.dtype;
+  // Arithmetic on 16-bit floats happens in f32; the result is rounded once.
+  bool computeInFloat = false;
+  for (const Value *operand : op.operands)
+    if (isFloat(operand->type.dtype))
+      computeInFloat = true;
+  bool isFloatOp = computeInFloat && op.kind != OpKind::Select && op.kind != OpKind::Cast;
+  auto a = [&](size_t i) { return element(op.operands[i], "x", isFloatOp); };
+  std::string expr;
+  switch (op.kind) {
+  case OpKind::Add: expr = fmt::format("{} + {}", a(0), a(1)); break;
+  case OpKind::Sub: expr = fmt::format("{} - {}", a(0), a(1)); break;
+  case OpKind::Mul: expr = fmt::format("{} * {}", a(0), a(1)); break;
+  case OpKind::Div: expr = fmt::format("{} / {}", a(0), a(1)); break;
+  case OpKind::Rem: expr = isFloatOp ? fmt::format("fmodf({}, {})", a(0), a(1)) : fmt::format("{} % {}", a(0), a(1)); break;
+  case OpKind::Max: expr = fmt::format("{}({}, {})", isFloatOp ? "fmaxf" : "max", a(0), a(1)); break;
+  case OpKind::Min: expr = fmt::format("{}({}, {})", isFloatOp ? "fminf" : "min", a(0), a(1)); break;
+  case OpKind::Lt: expr = fmt::format("{} < {}", a(0), a(1)); break;
+  case OpKind::Le: expr = fmt::format("{} <= {}", a(0), a(1)); break;
+  case OpKind::Gt: expr = fmt::format("{} > {}", a(0), a(1)); break;
+  case OpKind::Ge: expr = fmt::format("{} >= {}", a(0), a(1)); break;
+  case OpKind::Eq: expr = fmt::format("{} == {}", a(0), a(1)); break;
+  case OpKind::Ne: expr = fmt::format("{} != {}", a(0), a(1)); break;
+  case OpKind::And: expr = fmt::format("{} && {}", a(0), a(1)); break;
+  case OpKind::Or: expr = fmt::format("{} || {}", a(0), a(1)); break;
+  case OpKind::Select: {
+    bool f = isFloat(dtype);
+    expr = fmt::format("{} ? {} : {}", element(op.operands[0], "x", false), element(op.operands[1], "x", f),
+                       element(op.operands[2], "x", f));
+    break;
+  }
+  case OpKind::Neg: expr = fmt::format("-{}", a(0)); break;
+  case OpKind::Exp: expr = fmt::format("__expf({})", a(0)); break;
+  case OpKind::Exp2: expr = fmt::format("tkc::exp2_approx({})", a(0)); break;
+  case OpKind::Log: expr = fmt::format("__logf({})", a(0)); break;
+  case OpKind::Log2: expr = fmt::format("__log2f({})", a(0)); break;
+  case OpKind::Sqrt: expr = fmt::format("sqrtf({})", a(0)); break;
+  case OpKind::Rsqrt: expr = fmt::format("rsqrtf({})", a(0)); break;
+  case OpKind::Abs: expr = fmt::format("fabsf({})", a(0)); break;
+  case OpKind::Tanh: expr = fmt::format("tanhf({})", a(0)); break;
+  case OpKind::Cast: expr = element(op.operands[0], "x", isFloat(dtype) && isFloat(op.operands[0]->type.dtype)); break;
+  default:
+    unsupported(op, fmt::format("tile operation `{}`", mnemonicOf(op.kind)));
+    return;
+  }
+  declareName(result);
+  declareTile(result);
+  int count = fragmentOf(result->type).count();
+  std::string cast = cType(dtype);
+  if (dtype == DType::BF16)
+    expr = fmt::format("__float2bfloat16({})", expr);
+  else if (dtype == DType::F16)
+    expr = fmt::format("__float2half({})", expr);
+  else
+    expr = fmt::format("{}({})", cast, expr);
+  out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", count, name(result), expr);
+}
+
+void KernelEmitter::emitFill(const Op &op) {
+  const Value *result = op.result();
+  declareName(result);
+  declareTile(result);
+  double value = op.floatAttr("value");
+  std::string literal = std::isinf(value) ? (value > 0 ? "INFINITY" : "-INFINITY") : fmt::format("{}", value);
+  if (result->type.dtype == DType::F32 && literal.find_first_of(".eI") == std::string::npos)
+    literal += ".0f";
+  else if (result->type.dtype == DType::F32 && !std::isinf(value))
+    literal += "f";
+  out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}({});", fragmentOf(result->type).count(), name(result),
+            cType(result->type.dtype), literal);
+}
+
+void KernelEmitter::emitIota(const Op &op) {
+  const Value *result = op.result();
+  declareName(result);
+  declareTile(result);
+  Fragment f = fragmentOf(result->type);
+  std::string index = op.intAttr("axis") == 0 ? f.row : f.col;
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", f.count()));
+  out_.line("{}", f.decompose("x", index));
+  out_.line("{}[x] = {};", name(result), index);
+  out_.close();
+}
+
+/// Padding past `bound` is replaced by the fill value; the check runs only
+/// for tiles that actually reach past the end.
+void KernelEmitter::emitMask(const Op &op) {
+  const Value *result = op.result();
+  const Value *source = op.operands[0];
+  declareName(result);
+  declareTile(result);
+  Fragment f = fragmentOf(result->type);
+  int axis = static_cast<int>(op.intAttr("axis"));
+  int64_t extent = result->type.shape[axis];
+  double fill = op.floatAttr("fill");
+  std::string literal = std::isinf(fill) ? (fill > 0 ? "INFINITY" : "-INFINITY") : fmt::format("{}", fill);
+  std::string bound = scalar(op.operands[1]);
+  out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", f.count(), name(result), name(source));
+  out_.open(fmt::format("if ({} < {})", bound, extent));
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", f.count()));
+  std::string index = result->type.shape.size() == 1 ? f.row : (axis == 0 ? f.row : f.col);
+  out_.line("{}", f.decompose("x", index));
+  out_.line("if ({} >= {}) {}[x] = {}({});", index, bound, name(result), cType(result->type.dtype), literal);
+  out_.close();
+  out_.close();
+}
+
+bool KernelEmitter::emitReduce(const Op &op) {
+  const Value *src = op.operands[0];
+  const Value *result = op.result();
+  std::string kind = op.strAttr("kind");
+  int axis = static_cast<int>(op.intAttr("axis"));
+  std::string identity = kind == "sum" ? "0.0f" : kind == "max" ? "-INFINITY" : "INFINITY";
+  auto combine = [&](const std::string &acc, const std::string &v) {
+    if (kind == "sum")
+      return fmt::format("{} + {}", acc, v);
+    return fmt::format("{}({}, {})", kind == "max" ? "fmaxf" : "fminf", acc, v);
+  };
+  LayoutKind from = src->type.layout.kind, to = result->type.layout.kind;
+  Fragment fs = fragmentOf(src->type), fr = fragmentOf(result->type);
+  std::vector<int> shuffles;
+  std::string target;
+  if (from == LayoutKind::Acc && to == LayoutKind::AccRow && axis == 1) {
+    if (src->type.layout.warpsN != 1)
+      return unsupported(op, "row reductions over accumulators split across warp columns");
+    target = "i * 2 + e / 2";
+    shuffles = {1, 2};
+  } else if (from == LayoutKind::Strip && to == LayoutKind::StripRow && axis == 1) {
+    target = "r";
+    shuffles = {16, 8, 4, 2, 1};
+  } else {
+    return unsupported(op, "this reduction");
+  }
+  declareName(result);
+  out_.line("float {}[{}];", name(result), fr.count());
+  out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", fr.count(), name(result), identity);
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", fs.count()));
+  out_.line("{}", fs.decompose("x", target));
+  std::string slot = fmt::format("{}[{}]", name(result), target);
+  out_.line("{} = {};", slot, combine(slot, element(src, "x", true)));
+  out_.close();
+  // Lanes that hold parts of the same row combine through shuffles.
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", fr.count()));
+  for (int s : shuffles) {
+    std::string v = fmt::format("{}[x]", name(result));
+    out_.line("{} = {};", v, combine(v, fmt::format("tkc::shfl_xor({}, {})", v, s)));
+  }
+  out_.close();
+  return true;
+}
+
+bool KernelEmitter::emitBroadcast(const Op &op) {
+  const Value *src = op.operands[0];
+  const Value *result = op.result();
+  LayoutKind from = src->type.layout.kind, to = result->type.layout.kind;
+  std::string index;
+  if (from == LayoutKind::AccRow && to == LayoutKind::Acc)
+    index = "i * 2 + e / 2";
+  else if (from == LayoutKind::StripRow && to == LayoutKind::Strip)
+    index = "r";
+  else if (from == LayoutKind::StripCol && to == LayoutKind::Strip)
+    index = "c * 8 + e";
+  else
+    return unsupported(op, "this broadcast");
+  declareName(result);
+  declareTile(result);
+  Fragment f = fragmentOf(result->type);
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", f.count()));
+  out_.line("{}", f.decompose("x", index));
+  out_.line("{}[x] = {}[{}];", name(result), name(src), index);
+  out_.close();
+  return true;
+}
+
+bool KernelEmitter::emitConvert(const Op &op) {
+  const Value *src = op.operands[0];
+  const Value *result = op.result();
+  if (result->type.layout.kind != LayoutKind::OperandA)
+    return unsupported(op, fmt::format("conversion from {} to {}", src->type.str(), result->type.str()));
+  declareName(result);
+  declareTile(result);
+  if (src->type.isShared()) {
+    emitLoadOperandA(src, result->type, name(result));
+    return true;
+  }
+  if (src->type.layout.kind != LayoutKind::Acc || src->type.layout.warpsN != 1)
+    return unsupported(op, fmt::format("conversion from {} to {}", src->type.str(), result->type.str()));
+  // The accumulator of m16n8k16 holds, per 16x16 block, exactly the
+  // elements the A operand needs: pair them up into registers.
+  int64_t wm = src->type.shape[0] / src->type.layout.warpsM;
+  int mt = static_cast<int>(wm / 16), kt = static_cast<int>(src->type.shape[1] / 16);
+  int nt = kt * 2;
+  // Pack straight from f32 when the source is a rounding of an f32 tile.
+  const Value *packed = src;
+  bool fromFloat = false;
+  if (src->definingOp && src->definingOp->kind == OpKind::Cast &&
+      src->definingOp->operands[0]->type.dtype == DType::F32 && src->definingOp->operands[0]->type.isRegister() &&
+      src->definingOp->operands[0]->type.layout == src->type.layout) {
+    packed = src->definingOp->operands[0];
+    fromFloat = true;
+  }
+  std::string pack = fromFloat ? (src->type.dtype == DType::BF16 ? "tkc::pack_bf16" : "tkc::pack_f16") : "tkc::pack2";
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", mt * kt * 4));
+  out_.line("const int i = x / {}, kk = x / 4 % {}, r = x % 4;", kt * 4, kt);
+  out_.line("const int at = (i * {} + kk * 2 + r / 2) * 4 + r % 2 * 2;", nt);
+  out_.line("{}[x] = {}({}[at], {}[at + 1]);", name(result), pack, name(packed), name(packed));
+  out_.close();
+  return true;
+}
+
+} // namespace tkc::codegen

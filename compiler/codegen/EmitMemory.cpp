@@ -1,0 +1,264 @@
+// Global and shared memory: loads and stores of register tiles, cooperative
+// copies into swizzled shared tiles, shared buffers and their stage slots.
+#include "codegen/KernelEmitter.h"
+
+namespace tkc::codegen {
+
+using namespace ir;
+
+namespace {
+std::vector<int64_t> checkedDims(const Op &op, size_t rank) {
+  std::vector<int64_t> checked = op.listAttr("checked");
+  if (checked.size() != rank)
+    checked.assign(rank, 1); // without the tail pass's proof, check everything
+  return checked;
+}
+} // namespace
+
+GlobalAccess KernelEmitter::describeAccess(const Op &op, const Value *global, size_t firstOffset) {
+  const Type &g = global->type;
+  size_t rank = g.dims.size();
+  std::vector<int64_t> sizes = op.listAttr("sizes");
+  std::vector<int64_t> checked = checkedDims(op, rank);
+  auto dimSize = [&](size_t d) -> std::string {
+    if (g.dims[d].isStatic())
+      return std::to_string(g.dims[d].size);
+    for (auto &arg : kernel_.body.args)
+      if (arg->type.isScalar() && arg->nameHint == g.dims[d].symbol)
+        return name(arg.get());
+    return g.dims[d].symbol;
+  };
+  auto stride = [&](size_t d) -> std::string {
+    return d + 1 == rank ? "1" : fmt::format("{}_stride{}", name(global), d);
+  };
+  GlobalAccess access;
+  access.base = name(global);
+  std::vector<size_t> tileDims;
+  for (size_t d = 0; d < rank; ++d) {
+    std::string offset = scalar(op.operands[firstOffset + d]);
+    if (offset != "0")
+      access.base += d + 1 == rank ? fmt::format(" + {}", offset) : fmt::format(" + int64_t({}) * {}", offset, stride(d));
+    bool dropped = d < sizes.size() && sizes[d] == 0;
+    if (dropped) {
+      if (checked[d])
+        access.guard += fmt::format("{}{} < {}", access.guard.empty() ? "" : " && ", offset, dimSize(d));
+      continue;
+    }
+    tileDims.push_back(d);
+    std::string bound = checked[d] ? (offset == "0" ? dimSize(d) : fmt::format("({} - {})", dimSize(d), offset)) : "";
+    if (tileDims.size() == 1) {
+      access.rowBound = bound;
+      access.rowStride = stride(d);
+    } else {
+      access.colBound = bound;
+    }
+  }
+  // A vector's single dim is its "column" dim for bounds.
+  if (tileDims.size() == 1) {
+    access.colBound = access.rowBound;
+    access.rowBound = "";
+    access.rowStride = stride(tileDims[0]);
+  }
+  return access;
+}
+
+bool KernelEmitter::emitLoad(const Op &op) {
+  const Value *result = op.result();
+  const Value *global = op.operands[0];
+  if (result->type.isShared()) {
+    std::string n = declareName(result);
+    int64_t offset = op.intAttr("offset");
+    sharedBytes_ = std::max(sharedBytes_, offset + result->type.numElements() * dtypeBytes(result->type.dtype));
+    out_.line("const uint32_t {} = smem_base + {};", n, offset);
+    emitSharedCopy(op, n, result->type, global, 1, "true");
+    out_.line("tkc::cp_async_commit();");
+    out_.line("tkc::cp_async_wait<0>();");
+    return true;
+  }
+  if (!result->type.isRegister() || result->type.layout.kind == LayoutKind::OperandA)
+    return unsupported(op, fmt::format("a load into {}", result->type.str()));
+  declareName(result);
+  declareTile(result);
+  GlobalAccess access = describeAccess(op, global, 1);
+  Fragment f = fragmentOf(result->type);
+  bool is2d = result->type.shape.size() == 2;
+  std::string rowExpr = is2d ? f.row : "0";
+  std::string colExpr = is2d ? f.col : f.row;
+  std::string elem = cType(result->type.dtype);
+  std::string zero = fmt::format("{}(0)", result->type.dtype == DType::BF16 ? "__float2bfloat16" : elem);
+  if (result->type.dtype == DType::F16)
+    zero = "__float2half(0)";
+  out_.open("");
+  out_.line("const {} *src = {};", elem, access.base);
+  // Strips hold 8 consecutive elements of a row: one or two 16-byte loads.
+  LayoutKind kind = result->type.layout.kind;
+  bool vectorized = (kind == LayoutKind::Strip || kind == LayoutKind::StripCol);
+  int step = vectorized ? 8 : 1;
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += {})", f.count(), step));
+  out_.line("{}", f.decompose("x", rowExpr + " " + colExpr));
+  out_.line("const int row = {}, col = {};", rowExpr, colExpr);
+  if (!is2d)
+    out_.line("(void)row;");
+  std::string address = is2d ? fmt::format("src + int64_t(row) * {} + col", access.rowStride)
+                             : fmt::format("src + int64_t(col) * {}", access.rowStride);
+  std::vector<std::string> conditions;
+  if (!access.guard.empty())
+    conditions.push_back(access.guard);
+  if (!access.rowBound.empty())
+    conditions.push_back(fmt::format("row < {}", access.rowBound));
+  std::string all = conditions.empty() ? "true" : conditions[0];
+  for (size_t i = 1; i < conditions.size(); ++i)
+    all += " && " + conditions[i];
+  if (vectorized) {
+    int pieces = 8 * dtypeBytes(result->type.dtype) / 16;
+    std::string full = access.colBound.empty() ? all : fmt::format("{} && col + 8 <= {}", all, access.colBound);
+    out_.open(fmt::format("if ({})", full));
+    out_.open(fmt::format("TKC_UNROLL for (int piece = 0; piece < {}; ++piece)", pieces));
+    out_.line("const uint4 v = tkc::load_global_16({} + piece * {});", address, 16 / dtypeBytes(result->type.dtype));
+    out_.line("const {} *parts = reinterpret_cast<const {} *>(&v);", elem, elem);
+    out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) {}[x + piece * {} + p] = parts[p];",
+              16 / dtypeBytes(result->type.dtype), name(result), 16 / dtypeBytes(result->type.dtype));
+    out_.close();
+    out_.dedent();
+    out_.open("} else");
+    std::string partial = access.colBound.empty() ? all : fmt::format("{} && col + p < {}", all, access.colBound);
+    out_.line("TKC_UNROLL for (int p = 0; p < 8; ++p) {}[x + p] = {} ? ({})[p] : {};", name(result), partial, address,
+              zero);
+    out_.close();
+  } else {
+    std::string ok = access.colBound.empty() ? all : fmt::format("{} && col < {}", all, access.colBound);
+    out_.line("{}[x] = {} ? *({}) : {};", name(result), ok, address, zero);
+  }
+  out_.close();
+  out_.close();
+  return true;
+}
+
+bool KernelEmitter::emitStore(const Op &op) {
+  const Value *global = op.operands[0];
+  const Value *tile = op.operands[1];
+  if (!tile->type.isRegister() || tile->type.layout.kind == LayoutKind::OperandA)
+    return unsupported(op, fmt::format("a store from {}", tile->type.str()));
+  GlobalAccess access = describeAccess(op, global, 2);
+  Fragment f = fragmentOf(tile->type);
+  bool is2d = tile->type.shape.size() == 2;
+  std::string elem = cType(tile->type.dtype);
+  std::string rowExpr = is2d ? f.row : "0";
+  std::string colExpr = is2d ? f.col : f.row;
+  out_.open("");
+  out_.line("{} *dst = {};", elem, access.base);
+  LayoutKind kind = tile->type.layout.kind;
+  bool vectorized = (kind == LayoutKind::Strip || kind == LayoutKind::StripCol);
+  bool pairs = kind == LayoutKind::Acc && dtypeBytes(tile->type.dtype) == 2;
+  int step = vectorized ? 8 : pairs ? 2 : 1;
+  std::vector<std::string> conditions;
+  if (f.owner != "true")
+    conditions.push_back(f.owner);
+  if (!access.guard.empty())
+    conditions.push_back(access.guard);
+  if (!access.rowBound.empty())
+    conditions.push_back(fmt::format("row < {}", access.rowBound));
+  std::string all = conditions.empty() ? "true" : conditions[0];
+  for (size_t i = 1; i < conditions.size(); ++i)
+    all += " && " + conditions[i];
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += {})", f.count(), step));
+  out_.line("{}", f.decompose("x", rowExpr + " " + colExpr));
+  out_.line("const int row = {}, col = {};", rowExpr, colExpr);
+  if (!is2d)
+    out_.line("(void)row;");
+  std::string address = is2d ? fmt::format("dst + int64_t(row) * {} + col", access.rowStride)
+                             : fmt::format("dst + int64_t(col) * {}", access.rowStride);
+  if (vectorized || pairs) {
+    int width = step;
+    std::string full = access.colBound.empty() ? all : fmt::format("{} && col + {} <= {}", all, width, access.colBound);
+    out_.open(fmt::format("if ({})", full));
+    if (vectorized && 8 * dtypeBytes(tile->type.dtype) % 16 == 0) {
+      int perPiece = 16 / dtypeBytes(tile->type.dtype);
+      out_.open(fmt::format("TKC_UNROLL for (int piece = 0; piece < {}; ++piece)", 8 / perPiece));
+      out_.line("uint4 v;");
+      out_.line("{} *parts = reinterpret_cast<{} *>(&v);", elem, elem);
+      out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) parts[p] = {}[x + piece * {} + p];", perPiece, name(tile),
+                perPiece);
+      out_.line("tkc::store_global_16({} + piece * {}, v);", address, perPiece);
+      out_.close();
+    } else {
+      out_.line("*reinterpret_cast<uint32_t *>({}) = tkc::pack2({}[x], {}[x + 1]);", address, name(tile), name(tile));
+    }
+    out_.dedent();
+    out_.open("} else");
+    std::string partial = access.colBound.empty() ? all : fmt::format("{} && col + p < {}", all, access.colBound);
+    out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) if ({}) ({})[p] = {}[x + p];", width, partial, address,
+              name(tile));
+    out_.close();
+  } else {
+    std::string ok = access.colBound.empty() ? all : fmt::format("{} && col < {}", all, access.colBound);
+    out_.line("if ({}) *({}) = {}[x];", ok, address, name(tile));
+  }
+  out_.close();
+  out_.close();
+  return true;
+}
+
+/// Every thread copies 16-byte chunks of the tile with cp.async; chunks past
+/// the tensor's end are zero-filled (source size 0, or fewer bytes at a
+/// row's ragged end).
+void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, const Type &tile, const Value *global,
+                                   size_t firstOffset, const std::string &pred) {
+  GlobalAccess access = describeAccess(op, global, firstOffset);
+  int bytes = dtypeBytes(tile.dtype);
+  int64_t rows = tile.shape.size() == 2 ? tile.shape[0] : 1;
+  int64_t cols = tile.shape.back();
+  int64_t chunksPerRow = cols * bytes / 16;
+  int64_t total = rows * chunksPerRow;
+  int threads = kernel_.warps * 32;
+  int64_t iterations = (total + threads - 1) / threads;
+  int perChunk = 16 / bytes;
+  out_.open("");
+  out_.line("const {} *src = {};", cType(tile.dtype), access.base);
+  out_.open(fmt::format("TKC_UNROLL for (int it = 0; it < {}; ++it)", iterations));
+  out_.line("const int chunk = threadIdx.x + it * {};", threads);
+  if (total % threads)
+    out_.line("if (chunk >= {}) break;", total);
+  out_.line("const int row = chunk / {}, piece = chunk % {}, col = piece * {};", chunksPerRow, chunksPerRow, perChunk);
+  std::vector<std::string> conditions;
+  if (pred != "true")
+    conditions.push_back(pred);
+  if (!access.guard.empty())
+    conditions.push_back(access.guard);
+  if (!access.rowBound.empty() && tile.shape.size() == 2)
+    conditions.push_back(fmt::format("row < {}", access.rowBound));
+  if (!access.colBound.empty())
+    conditions.push_back(fmt::format("col < {}", access.colBound));
+  std::string ok = conditions.empty() ? "true" : conditions[0];
+  for (size_t i = 1; i < conditions.size(); ++i)
+    ok += " && " + conditions[i];
+  std::string size = access.colBound.empty()
+                         ? std::string("16")
+                         : fmt::format("min(16, ({} - col) * {})", access.colBound, bytes);
+  out_.line("const bool inside = {};", ok);
+  std::string source = tile.shape.size() == 2 ? fmt::format("src + int64_t(row) * {} + col", access.rowStride)
+                                              : fmt::format("src + col");
+  out_.line("tkc::cp_async_16({} + row * {} + {} * 16, inside ? {} : {}, inside ? {} : 0);", dstAddr,
+            chunksPerRow * 16, swizzledChunk("row", "piece", static_cast<int>(chunksPerRow)), source, name(global),
+            size);
+  out_.close();
+  out_.close();
+}
+
+void KernelEmitter::emitSmemAlloc(const Op &op) {
+  const Type &t = op.result()->type;
+  int64_t offset = op.intAttr("offset");
+  int64_t bytes = t.numElements() * dtypeBytes(t.dtype) * std::max(t.stages, 1);
+  sharedBytes_ = std::max(sharedBytes_, offset + bytes);
+  out_.line("const uint32_t {} = smem_base + {}; // {} stage(s) of {}", declareName(op.result()), offset,
+            std::max(t.stages, 1), t.str());
+}
+
+void KernelEmitter::emitStageView(const Op &op) {
+  const Type &t = op.result()->type;
+  int64_t slotBytes = t.numElements() * dtypeBytes(t.dtype);
+  out_.line("const uint32_t {} = {} + {} * {};", declareName(op.result()), name(op.operands[0]),
+            scalar(op.operands[1]), slotBytes);
+}
+
+} // namespace tkc::codegen

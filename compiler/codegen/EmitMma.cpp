@@ -1,0 +1,108 @@
+// mma on the sm_80 path: each warp multiplies its accumulator sub-tile with
+// mma.sync.m16n8k16, loading operand fragments from swizzled shared tiles
+// with ldmatrix (A: rows of the tile; B: ldmatrix.trans for a [K, N] tile,
+// plain ldmatrix for a [N, K] tile used transposed).
+#include "codegen/KernelEmitter.h"
+
+namespace tkc::codegen {
+
+using namespace ir;
+
+namespace {
+int chunksPerRow(const Type &smem) { return static_cast<int>(smem.shape[1] * dtypeBytes(smem.dtype) / 16); }
+
+std::string smemRowAddress(const std::string &base, const Type &smem, const std::string &row,
+                           const std::string &chunk) {
+  int cpr = chunksPerRow(smem);
+  return fmt::format("{} + ({}) * {} + {} * 16", base, row, cpr * 16, swizzledChunk(row, chunk, cpr));
+}
+} // namespace
+
+/// A-operand fragments of this warp's rows, for every 16-wide k step.
+void KernelEmitter::emitLoadOperandA(const Value *smem, const Type &regType, const std::string &dst) {
+  int64_t wm = regType.shape[0] / regType.layout.warpsM;
+  int mt = static_cast<int>(wm / 16), kt = static_cast<int>(regType.shape[1] / 16);
+  out_.open(fmt::format("TKC_UNROLL for (int f = 0; f < {}; ++f)", mt * kt));
+  out_.line("const int i = f / {}, kk = f % {};", kt, kt);
+  std::string row = fmt::format("warp_m * {} + i * 16 + lane % 16", wm);
+  out_.line("tkc::ldmatrix_x4({0}[f * 4], {0}[f * 4 + 1], {0}[f * 4 + 2], {0}[f * 4 + 3], {1});", dst,
+            smemRowAddress(name(smem), smem->type, row, "kk * 2 + lane / 16"));
+  out_.close();
+}
+
+bool KernelEmitter::emitMma(const Op &op) {
+  const Value *a = op.operands[0];
+  const Value *b = op.operands[1];
+  const Value *c = op.operands[2];
+  const Value *d = op.result();
+  bool transB = op.intAttr("trans_b") != 0;
+  if (!b->type.isShared())
+    return unsupported(op, "an mma B operand outside shared memory");
+  if (d->type.layout.kind != LayoutKind::Acc)
+    return unsupported(op, "an mma accumulator outside the accumulator layout");
+  std::string instruction = a->type.dtype == DType::F16 ? "tkc::mma_f16_16816" : "tkc::mma_bf16_16816";
+  const Layout &layout = d->type.layout;
+  int64_t wm = d->type.shape[0] / layout.warpsM, wn = d->type.shape[1] / layout.warpsN;
+  int mt = static_cast<int>(wm / 16), nt = static_cast<int>(wn / 8);
+  int64_t k = a->type.shape[1];
+  int kt = static_cast<int>(k / 16);
+
+  std::string acc = declareName(d);
+  out_.line("float {}[{}];", acc, mt * nt * 4);
+  out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", mt * nt * 4, acc, name(c));
+  out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", kt));
+
+  // A fragments for this k step.
+  std::string aFrag;
+  if (a->type.isShared()) {
+    out_.line("uint32_t a_frag[{}][4];", mt);
+    out_.open(fmt::format("TKC_UNROLL for (int i = 0; i < {}; ++i)", mt));
+    std::string row = fmt::format("warp_m * {} + i * 16 + lane % 16", wm);
+    out_.line("tkc::ldmatrix_x4(a_frag[i][0], a_frag[i][1], a_frag[i][2], a_frag[i][3], {});",
+              smemRowAddress(name(a), a->type, row, "kk * 2 + lane / 16"));
+    out_.close();
+    aFrag = "a_frag[i][{}]";
+  } else if (a->type.layout.kind == LayoutKind::OperandA) {
+    aFrag = fmt::format("{}[(i * {} + kk) * 4 + {{}}]", name(a), kt);
+  } else {
+    return unsupported(op, "an mma A operand in this layout");
+  }
+
+  // B fragments: two n-tiles of 8 per ldmatrix.x4, one per x2.
+  out_.line("uint32_t b_frag[{}][2];", nt);
+  bool pairs = nt % 2 == 0;
+  out_.open(fmt::format("TKC_UNROLL for (int j = 0; j < {}; j += {})", nt, pairs ? 2 : 1));
+  if (!transB) {
+    // b is [K, N] row-major: rows are k, ldmatrix.trans yields column fragments.
+    std::string row = "kk * 16 + lane % 16";
+    std::string chunk = pairs ? fmt::format("warp_n * {} + j + lane / 16", wn / 8) : fmt::format("warp_n * {} + j", wn / 8);
+    std::string addr = smemRowAddress(name(b), b->type, row, chunk);
+    if (pairs)
+      out_.line("tkc::ldmatrix_x4_trans(b_frag[j][0], b_frag[j][1], b_frag[j + 1][0], b_frag[j + 1][1], {});", addr);
+    else
+      out_.line("tkc::ldmatrix_x2_trans(b_frag[j][0], b_frag[j][1], {});", addr);
+  } else {
+    // b is [N, K] row-major: rows are n, plain ldmatrix yields column fragments of b^T.
+    std::string row = pairs ? fmt::format("warp_n * {} + j * 8 + lane / 16 * 8 + lane % 8", wn)
+                            : fmt::format("warp_n * {} + j * 8 + lane % 8", wn);
+    std::string addr = smemRowAddress(name(b), b->type, row, "kk * 2 + lane / 8 % 2");
+    if (pairs)
+      out_.line("tkc::ldmatrix_x4(b_frag[j][0], b_frag[j][1], b_frag[j + 1][0], b_frag[j + 1][1], {});", addr);
+    else
+      out_.line("tkc::ldmatrix_x2(b_frag[j][0], b_frag[j][1], {});", addr);
+  }
+  out_.close();
+
+  out_.open(fmt::format("TKC_UNROLL for (int i = 0; i < {}; ++i)", mt));
+  out_.open(fmt::format("TKC_UNROLL for (int j = 0; j < {}; ++j)", nt));
+  out_.line("float *dd = &{}[(i * {} + j) * 4];", acc, nt);
+  out_.line("{}(dd[0], dd[1], dd[2], dd[3], {}, {}, {}, {}, b_frag[j][0], b_frag[j][1]);", instruction,
+            fmt::format(fmt::runtime(aFrag), 0), fmt::format(fmt::runtime(aFrag), 1),
+            fmt::format(fmt::runtime(aFrag), 2), fmt::format(fmt::runtime(aFrag), 3));
+  out_.close();
+  out_.close();
+  out_.close();
+  return true;
+}
+
+} // namespace tkc::codegen

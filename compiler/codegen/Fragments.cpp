@@ -1,0 +1,116 @@
+#include "codegen/Fragments.h"
+
+#include <fmt/format.h>
+
+namespace tkc::codegen {
+
+using namespace ir;
+
+int Fragment::count() const {
+  int n = 1;
+  for (const Coord &c : coords)
+    n *= c.extent;
+  return n;
+}
+
+namespace {
+bool mentions(const std::string &text, const std::string &word) {
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+    auto isWordChar = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    bool startsWord = at == 0 || !isWordChar(text[at - 1]);
+    bool endsWord = at + word.size() == text.size() || !isWordChar(text[at + word.size()]);
+    if (startsWord && endsWord)
+      return true;
+  }
+  return false;
+}
+} // namespace
+
+std::string Fragment::decompose(const std::string &flat, const std::string &uses) const {
+  std::string text;
+  int stride = count();
+  bool outermost = true;
+  for (const Coord &c : coords) {
+    stride /= c.extent;
+    std::string expr = flat;
+    if (stride != 1)
+      expr += fmt::format(" / {}", stride);
+    if (!outermost)
+      expr += fmt::format(" % {}", c.extent);
+    outermost = false;
+    if (!mentions(uses, c.name))
+      continue;
+    text += fmt::format("{}const int {} = {};", text.empty() ? "" : " ", c.name, expr);
+  }
+  return text;
+}
+
+std::string Fragment::flatIndex(const std::vector<std::string> &coordExprs) const {
+  std::string text;
+  int stride = count();
+  for (size_t i = 0; i < coords.size(); ++i) {
+    stride /= coords[i].extent;
+    if (coords[i].extent == 1)
+      continue;
+    std::string term = stride == 1 ? coordExprs[i] : fmt::format("({}) * {}", coordExprs[i], stride);
+    text += text.empty() ? term : " + " + term;
+  }
+  return text.empty() ? "0" : text;
+}
+
+Fragment fragmentOf(const Type &type) {
+  Fragment f;
+  const Layout &l = type.layout;
+  const auto &shape = type.shape;
+  switch (l.kind) {
+  case LayoutKind::Acc: {
+    int64_t wm = shape[0] / l.warpsM, wn = shape[1] / l.warpsN;
+    f.coords = {{"i", int(wm / 16)}, {"j", int(wn / 8)}, {"e", 4}};
+    f.row = fmt::format("warp_m * {} + i * 16 + lane / 4 + e / 2 * 8", wm);
+    f.col = fmt::format("warp_n * {} + j * 8 + lane % 4 * 2 + e % 2", wn);
+    break;
+  }
+  case LayoutKind::AccRow: {
+    int64_t wm = shape[0] / l.warpsM;
+    f.coords = {{"i", int(wm / 16)}, {"h", 2}};
+    f.row = fmt::format("warp_m * {} + i * 16 + lane / 4 + h * 8", wm);
+    f.owner = "lane % 4 == 0 && warp_n == 0";
+    break;
+  }
+  case LayoutKind::Strip:
+    f.coords = {{"r", int(shape[0] / l.warpsM)}, {"c", int(shape[1] / 256)}, {"e", 8}};
+    f.row = fmt::format("r * {} + warp", l.warpsM);
+    f.col = "c * 256 + lane * 8 + e";
+    break;
+  case LayoutKind::StripRow:
+    f.coords = {{"r", int(shape[0] / l.warpsM)}};
+    f.row = fmt::format("r * {} + warp", l.warpsM);
+    f.owner = "lane == 0";
+    break;
+  case LayoutKind::StripCol:
+    f.coords = {{"c", int(shape[0] / 256)}, {"e", 8}};
+    f.row = "c * 256 + lane * 8 + e";
+    f.owner = "warp == 0";
+    break;
+  default:
+    break;
+  }
+  return f;
+}
+
+int operandACount(const Type &type) {
+  int64_t wm = type.shape[0] / type.layout.warpsM;
+  return static_cast<int>(wm / 16 * (type.shape[1] / 16) * 4);
+}
+
+std::string swizzledChunk(const std::string &row, const std::string &chunk, int chunksPerRow) {
+  if (chunksPerRow >= 8)
+    return fmt::format("(({}) ^ (({}) % 8))", chunk, row);
+  if (chunksPerRow == 4)
+    return fmt::format("(({}) ^ (({}) / 2 % 4))", chunk, row);
+  if (chunksPerRow == 2)
+    return fmt::format("(({}) ^ (({}) / 4 % 2))", chunk, row);
+  return fmt::format("({})", chunk);
+}
+
+} // namespace tkc::codegen

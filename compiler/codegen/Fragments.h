@@ -1,0 +1,46 @@
+#pragma once
+#include "ir/Types.h"
+
+#include <string>
+#include <vector>
+
+namespace tkc::codegen {
+
+/// How one thread holds its share of a register tile: a flat array of
+/// `count` elements whose flat index decomposes into named coordinates
+/// (outermost first), and the C++ expressions giving the tile row and column
+/// of an element in terms of those coordinates and `warp_m`, `warp_n`,
+/// `warp`, `lane`. Vectors use `row` for their single index.
+struct Fragment {
+  struct Coord {
+    std::string name;
+    int extent;
+  };
+  std::vector<Coord> coords;
+  std::string row;
+  std::string col;
+  /// True for the thread that writes an element back when several threads
+  /// hold copies of it.
+  std::string owner = "true";
+
+  int count() const;
+  /// `const int i = x / 32; const int j = ...;` for flat index variable
+  /// `flat`, declaring only the coordinates that `uses` mentions.
+  std::string decompose(const std::string &flat, const std::string &uses) const;
+  /// The flat index of the given coordinate expressions.
+  std::string flatIndex(const std::vector<std::string> &coordExprs) const;
+};
+
+/// The fragment of a register tile type (layouts Acc, AccRow, Strip,
+/// StripRow, StripCol; OperandA has its own packed form).
+Fragment fragmentOf(const ir::Type &type);
+
+/// Registers per thread of an OperandA tile: 4 per 16x16 block.
+int operandACount(const ir::Type &type);
+
+/// The 16-byte chunk swizzle of a shared tile row with `chunksPerRow`
+/// chunks: XOR of the chunk index with a few row bits, so that the eight
+/// rows an ldmatrix reads land in eight different bank groups.
+std::string swizzledChunk(const std::string &row, const std::string &chunk, int chunksPerRow);
+
+} // namespace tkc::codegen

@@ -1,0 +1,274 @@
+#include "codegen/HostEmitter.h"
+
+#include <map>
+#include <set>
+
+namespace tkc::codegen {
+
+using namespace ir;
+
+namespace {
+
+const char *elementCType(DType dtype) {
+  switch (dtype) {
+  case DType::BF16: return "tkc::bf16";
+  case DType::F16: return "tkc::f16";
+  case DType::F32: return "float";
+  case DType::I32: return "int";
+  case DType::I1: return "bool";
+  }
+  return "void";
+}
+
+/// Where a compile-time parameter shows up among the tensor dims.
+struct DimPosition {
+  size_t tensor;
+  size_t dim;
+};
+
+/// The scalar computation of the launch block, printed as host C++.
+std::string hostScalar(const Value *v, const std::map<const Value *, std::string> &names) {
+  if (Op *def = v->definingOp; def && def->kind == OpKind::Const)
+    return std::to_string(def->intAttr("value")) + "LL";
+  auto it = names.find(v);
+  return it != names.end() ? it->second : "0";
+}
+
+std::string hostExpr(const Op &op, const std::map<const Value *, std::string> &names) {
+  auto a = [&](size_t i) { return hostScalar(op.operands[i], names); };
+  switch (op.kind) {
+  case OpKind::Add: return fmt::format("{} + {}", a(0), a(1));
+  case OpKind::Sub: return fmt::format("{} - {}", a(0), a(1));
+  case OpKind::Mul: return fmt::format("{} * {}", a(0), a(1));
+  case OpKind::Div: return fmt::format("{} / {}", a(0), a(1));
+  case OpKind::Rem: return fmt::format("{} % {}", a(0), a(1));
+  case OpKind::Max: return fmt::format("std::max<long long>({}, {})", a(0), a(1));
+  case OpKind::Min: return fmt::format("std::min<long long>({}, {})", a(0), a(1));
+  case OpKind::CDiv: return fmt::format("({} + {} - 1) / {}", a(0), a(1), a(1));
+  case OpKind::Lt: return fmt::format("{} < {}", a(0), a(1));
+  case OpKind::Le: return fmt::format("{} <= {}", a(0), a(1));
+  case OpKind::Gt: return fmt::format("{} > {}", a(0), a(1));
+  case OpKind::Ge: return fmt::format("{} >= {}", a(0), a(1));
+  case OpKind::Eq: return fmt::format("{} == {}", a(0), a(1));
+  case OpKind::Ne: return fmt::format("{} != {}", a(0), a(1));
+  case OpKind::And: return fmt::format("{} && {}", a(0), a(1));
+  case OpKind::Or: return fmt::format("{} || {}", a(0), a(1));
+  case OpKind::Select: return fmt::format("{} ? {} : {}", a(0), a(1), a(2));
+  default: return "0";
+  }
+}
+
+} // namespace
+
+void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVariant> &variants, CodeWriter &out) {
+  const Kernel &first = *variants.front().kernel;
+  std::vector<const Value *> tensors;
+  for (auto &arg : first.body.args)
+    if (arg->type.isGlobal())
+      tensors.push_back(arg.get());
+
+  // Symbols: the first tensor dim that names one defines its value.
+  std::map<std::string, DimPosition> symbols;
+  std::vector<std::string> symbolOrder;
+  for (size_t t = 0; t < tensors.size(); ++t)
+    for (size_t d = 0; d < tensors[t]->type.dims.size(); ++d)
+      for (auto &variant : variants) {
+        const Dim &dim = variant.kernel->body.args[t]->type.dims[d];
+        if (!dim.isStatic() && !symbols.count(dim.symbol)) {
+          symbols[dim.symbol] = {t, d};
+          symbolOrder.push_back(dim.symbol);
+        }
+      }
+
+  // Compile-time parameters: a dim when some tensor dim equals the value in
+  // every specialisation; otherwise a constant the caller passes.
+  std::vector<std::string> parameters;
+  std::map<std::string, std::vector<DimPosition>> parameterDims;
+  for (auto &[param, value] : first.specialization) {
+    parameters.push_back(param);
+    for (size_t t = 0; t < tensors.size(); ++t)
+      for (size_t d = 0; d < tensors[t]->type.dims.size(); ++d) {
+        bool matches = true;
+        for (auto &variant : variants) {
+          const Dim &dim = variant.kernel->body.args[t]->type.dims[d];
+          int64_t expected = 0;
+          for (auto &[p, v] : variant.kernel->specialization)
+            if (p == param)
+              expected = v;
+          matches = matches && dim.isStatic() && dim.size == expected;
+        }
+        if (matches)
+          parameterDims[param].push_back({t, d});
+      }
+  }
+  std::vector<std::string> constants;
+  for (auto &param : parameters)
+    if (!parameterDims.count(param))
+      constants.push_back(param);
+
+  std::string fn = "tkc_" + sourceKernel;
+  out.line("static char {}_message[512];", fn);
+  out.blank();
+  out.line("extern \"C\" const char *{}_error(void) {{ return {}_message; }}", fn, fn);
+  out.blank();
+  out.open(fmt::format("static int {}_fail(int status, const char *format, ...)", fn));
+  out.line("va_list args;");
+  out.line("va_start(args, format);");
+  out.line("vsnprintf({}_message, sizeof {}_message, format, args);", fn, fn);
+  out.line("va_end(args);");
+  out.line("return status;");
+  out.close();
+  out.blank();
+
+  std::vector<std::string> params;
+  for (auto *t : tensors)
+    params.push_back(fmt::format("const tkc_tensor *{}", t->nameHint));
+  for (auto &c : constants)
+    params.push_back(fmt::format("int64_t {}", c));
+  params.push_back("void *stream");
+  std::string signature;
+  for (size_t i = 0; i < params.size(); ++i)
+    signature += (i ? ", " : "") + params[i];
+  out.line("// Checks the arguments, picks the specialisation and launches; 0 on success.");
+  out.open(fmt::format("extern \"C\" int {}({})", fn, signature));
+  out.line("{}_message[0] = 0;", fn);
+  for (auto *t : tensors) {
+    const std::string &n = t->nameHint;
+    size_t rank = t->type.dims.size();
+    int align = 16 / (t->type.dtype == DType::F32 || t->type.dtype == DType::I32 ? 4 : 2);
+    out.line("if (!{0} || !{0}->data) return {1}_fail(TKC_ERROR_NULL_POINTER, \"{0} is null\");", n, fn);
+    out.line("if ({0}->rank != {2}) return {1}_fail(TKC_ERROR_SHAPE, \"{0} must have rank {2}, not %d\", (int){0}->rank);",
+             n, fn, rank);
+    out.line("if ({0}->strides[{2}] != 1) return {1}_fail(TKC_ERROR_STRIDE, \"{0} must have unit stride in its last dim\");",
+             n, fn, rank - 1);
+    out.line("if (reinterpret_cast<uintptr_t>({0}->data) % 16) return {1}_fail(TKC_ERROR_ALIGNMENT, \"{0} must be 16-byte aligned\");",
+             n, fn);
+    for (size_t d = 0; d + 1 < rank; ++d)
+      out.line("if ({0}->strides[{2}] < 0 || {0}->strides[{2}] % {3}) return {1}_fail(TKC_ERROR_ALIGNMENT, "
+               "\"{0}.strides[{2}] must be a non-negative multiple of {3}\");",
+               n, fn, d, align);
+    for (size_t d = 0; d < rank; ++d)
+      out.line("if ({0}->sizes[{2}] < 0 || {0}->sizes[{2}] > 0x7fffffff) return {1}_fail(TKC_ERROR_SHAPE, "
+               "\"{0}.sizes[{2}] is out of range\");",
+               n, fn, d);
+  }
+  for (auto &s : symbolOrder) {
+    DimPosition p = symbols[s];
+    out.line("const long long {} = {}->sizes[{}];", s, tensors[p.tensor]->nameHint, p.dim);
+  }
+  // Every other mention of a symbol must agree with its first.
+  for (size_t t = 0; t < tensors.size(); ++t)
+    for (size_t d = 0; d < tensors[t]->type.dims.size(); ++d) {
+      const Dim &dim = first.body.args[t]->type.dims[d];
+      if (dim.isStatic() || (symbols[dim.symbol].tensor == t && symbols[dim.symbol].dim == d))
+        continue;
+      out.line("if ({0}->sizes[{1}] != {2}) return {3}_fail(TKC_ERROR_SHAPE, \"{0}.sizes[{1}] is %lld but {2} is %lld\", "
+               "(long long){0}->sizes[{1}], {2});",
+               tensors[t]->nameHint, d, dim.symbol, fn);
+    }
+  // A compile-time dim must agree wherever it appears before it picks a
+  // specialisation.
+  for (auto &[param, positions] : parameterDims)
+    for (size_t i = 1; i < positions.size(); ++i) {
+      const std::string &t0 = tensors[positions[0].tensor]->nameHint, &ti = tensors[positions[i].tensor]->nameHint;
+      out.line("if ({0}->sizes[{1}] != {2}->sizes[{3}]) return {4}_fail(TKC_ERROR_SHAPE, \"{0}.sizes[{1}] is %lld but "
+               "{2}.sizes[{3}] is %lld; both are {5}\", (long long){0}->sizes[{1}], (long long){2}->sizes[{3}]);",
+               ti, positions[i].dim, t0, positions[0].dim, fn, param);
+    }
+  out.line("cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);");
+
+  for (auto &variant : variants) {
+    const Kernel &k = *variant.kernel;
+    // Conditions: static dims equal, constants equal.
+    std::vector<std::string> conditions;
+    for (size_t t = 0; t < tensors.size(); ++t)
+      for (size_t d = 0; d < k.body.args[t]->type.dims.size(); ++d) {
+        const Dim &dim = k.body.args[t]->type.dims[d];
+        if (dim.isStatic())
+          conditions.push_back(fmt::format("{}->sizes[{}] == {}", tensors[t]->nameHint, d, dim.size));
+      }
+    for (auto &[param, value] : k.specialization)
+      if (!parameterDims.count(param))
+        conditions.push_back(fmt::format("{} == {}", param, value));
+    std::string condition = conditions.empty() ? "true" : conditions[0];
+    for (size_t i = 1; i < conditions.size(); ++i)
+      condition += " && " + conditions[i];
+    out.open(fmt::format("if ({})", condition));
+    // Grid from the launch block.
+    std::map<const Value *, std::string> names;
+    for (auto &arg : k.launch.args)
+      names[arg.get()] = symbols.count(arg->nameHint) ? arg->nameHint : "0LL";
+    int temp = 0;
+    std::vector<std::string> grid{"1", "1", "1"};
+    for (auto &op : k.launch.ops) {
+      if (op->kind == OpKind::Const)
+        continue;
+      if (op->kind == OpKind::Grid) {
+        for (size_t i = 0; i < 3 && i < op->operands.size(); ++i)
+          grid[i] = hostScalar(op->operands[i], names);
+        continue;
+      }
+      std::string n = fmt::format("g{}", temp++);
+      out.line("const long long {} = {};", n, hostExpr(*op, names));
+      names[op->result()] = n;
+    }
+    out.line("const dim3 grid{{unsigned({}), unsigned({}), unsigned({})}};", grid[0], grid[1], grid[2]);
+    out.line("if (grid.x == 0 || grid.y == 0 || grid.z == 0) return TKC_OK; // nothing to do");
+    out.line("if (grid.y > 65535 || grid.z > 65535) return {}_fail(TKC_ERROR_SHAPE, \"grid is too large\");", fn);
+    if (variant.sharedBytes > 48 * 1024) {
+      out.line("static bool configured = false;");
+      out.open("if (!configured)");
+      out.line("cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, {});", variant.functionName,
+               variant.sharedBytes);
+      out.line("configured = true;");
+      out.close();
+    }
+    std::vector<std::string> args;
+    for (auto &arg : k.body.args) {
+      if (arg->type.isGlobal()) {
+        const std::string &n = arg->nameHint;
+        args.push_back(fmt::format("static_cast<{}{} *>({}->data)", arg->type.isOutput ? "" : "const ",
+                                   elementCType(arg->type.dtype), n));
+        for (size_t d = 0; d + 1 < arg->type.dims.size(); ++d)
+          args.push_back(fmt::format("{}->strides[{}]", n, d));
+      } else if (symbols.count(arg->nameHint)) {
+        args.push_back(fmt::format("int({})", arg->nameHint));
+      } else {
+        int64_t value = 0;
+        for (auto &[p, v] : k.specialization)
+          if (p == arg->nameHint)
+            value = v;
+        args.push_back(std::to_string(value));
+      }
+    }
+    std::string argText;
+    for (size_t i = 0; i < args.size(); ++i)
+      argText += (i ? ", " : "") + args[i];
+    out.line("{}<<<grid, {}, {}, cuda_stream>>>({});", variant.functionName, k.warps * 32, variant.sharedBytes,
+             argText);
+    out.line("const cudaError_t status = cudaGetLastError();");
+    out.line("if (status != cudaSuccess) return {}_fail(TKC_ERROR_LAUNCH, \"launch failed: %s\", cudaGetErrorString(status));",
+             fn);
+    out.line("return TKC_OK;");
+    out.close();
+  }
+  std::string values;
+  for (auto &param : parameters)
+    values += fmt::format("{}{} = %lld", values.empty() ? "" : ", ", param);
+  if (parameters.empty()) {
+    out.line("return {}_fail(TKC_ERROR_NO_SPECIALIZATION, \"the tensor sizes do not match the kernel's static dims\");", fn);
+  } else {
+    std::string args;
+    for (auto &param : parameters) {
+      auto it = parameterDims.find(param);
+      if (it != parameterDims.end())
+        args += fmt::format(", (long long){}->sizes[{}]", tensors[it->second[0].tensor]->nameHint, it->second[0].dim);
+      else
+        args += fmt::format(", (long long){}", param);
+    }
+    out.line("return {}_fail(TKC_ERROR_NO_SPECIALIZATION, \"no specialisation for {}\"{});", fn, values, args);
+  }
+  out.close();
+}
+
+} // namespace tkc::codegen

@@ -1,0 +1,24 @@
+#pragma once
+#include "codegen/CodeWriter.h"
+#include "ir/IR.h"
+
+#include <string>
+#include <vector>
+
+namespace tkc::codegen {
+
+/// One specialisation of a source kernel, as the launcher sees it.
+struct LaunchVariant {
+  const ir::Kernel *kernel;
+  std::string functionName; ///< the __global__ function
+  int64_t sharedBytes;
+};
+
+/// Emits `extern "C" int tkc_NAME(...)` for one source kernel: it checks
+/// every tensor argument (null, rank, sizes, strides, alignment), picks the
+/// specialisation that matches the sizes and constants, computes the grid
+/// and launches, returning a tkc_status code; `tkc_NAME_error()` returns
+/// the message of the last failure.
+void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVariant> &variants, CodeWriter &out);
+
+} // namespace tkc::codegen

@@ -1,0 +1,331 @@
+#include "codegen/KernelEmitter.h"
+
+#include <cmath>
+#include <set>
+
+namespace tkc::codegen {
+
+using namespace ir;
+
+namespace {
+/// Names that generated code already uses or C++ reserves.
+const std::set<std::string> kReservedNames = {
+    "warp", "lane", "warp_m", "warp_n", "smem_base", "tkc_smem", "threadIdx", "blockIdx", "blockDim",
+    "int", "float", "bool", "char", "short", "long", "double", "void", "auto", "const", "return", "for",
+    "if", "else", "while", "do", "switch", "case", "default", "break", "continue", "struct", "class",
+    "union", "enum", "new", "delete", "this", "true", "false", "static", "extern", "inline", "template",
+    "typename", "namespace", "using", "goto", "sizeof", "signed", "unsigned", "volatile", "register",
+    "x", "i", "j", "e", "r", "c", "h", "kk", "tkc", "min", "max", "exp", "exp2", "log", "log2", "sqrt",
+    "abs", "tanh", "std", "asm", "operator", "private", "public", "friend", "virtual", "main", "or", "and", "not",
+    // locals of the emitted loops
+    "row", "col", "src", "dst", "chunk", "piece", "inside", "it", "p", "f", "dd", "a_frag", "b_frag", "at",
+    "v", "parts", "kk", "grid", "status", "configured", "args", "cuda_stream"};
+
+bool isIdentifier(const std::string &s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
+    return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
+      return false;
+  return true;
+}
+} // namespace
+
+KernelEmitter::KernelEmitter(const Kernel &kernel, const Target &target, const std::string &sourceName,
+                             const SourceManager *sources, CodeWriter &out, DiagnosticEngine &diags)
+    : kernel_(kernel), target_(target), sourceName_(sourceName), sources_(sources), out_(out), diags_(diags) {}
+
+std::string KernelEmitter::functionName() const { return kernel_.name + "_kernel"; }
+
+std::string KernelEmitter::cType(DType dtype) const {
+  switch (dtype) {
+  case DType::I1: return "bool";
+  case DType::I32: return "int";
+  case DType::F32: return "float";
+  case DType::BF16: return "tkc::bf16";
+  case DType::F16: return "tkc::f16";
+  }
+  return "void";
+}
+
+std::string KernelEmitter::name(const Value *v) {
+  auto it = names_.find(v);
+  if (it != names_.end())
+    return it->second;
+  return declareName(v);
+}
+
+std::string KernelEmitter::declareName(const Value *v) {
+  std::string base = isIdentifier(v->nameHint) ? v->nameHint : "t";
+  if (kReservedNames.count(base) || base.rfind("tkc_", 0) == 0 || base.rfind("__", 0) == 0)
+    base = "v_" + base;
+  int &count = nameCounts_[base];
+  std::string unique = count == 0 && base != "t" ? base : base + "_" + std::to_string(count);
+  ++count;
+  names_[v] = unique;
+  return unique;
+}
+
+std::string KernelEmitter::scalar(const Value *v) {
+  if (Op *def = v->definingOp) {
+    if (def->kind == OpKind::Const) {
+      if (v->type.dtype == DType::I1)
+        return def->intAttr("value") ? "true" : "false";
+      if (v->type.dtype == DType::I32)
+        return std::to_string(def->intAttr("value"));
+      double d = def->floatAttr("value");
+      if (std::isinf(d))
+        return d > 0 ? "INFINITY" : "-INFINITY";
+      std::string text = fmt::format("{}", d);
+      if (text.find_first_of(".e") == std::string::npos)
+        text += ".0";
+      return text + "f";
+    }
+    if (def->kind == OpKind::BlockId)
+      return fmt::format("int(blockIdx.{})", "xyz"[def->intAttr("axis") % 3]);
+  }
+  return name(v);
+}
+
+bool KernelEmitter::unsupported(const Op &op, const std::string &what) {
+  diags_.report(op.loc, DiagId::UnsupportedOnTarget, what, target_.name);
+  ok_ = false;
+  return false;
+}
+
+void KernelEmitter::comment(const Op &op) {
+  if (!op.loc.isValid() || static_cast<int>(op.loc.line) == lastCommentLine_)
+    return;
+  lastCommentLine_ = static_cast<int>(op.loc.line);
+  std::string_view text = sources_ ? sources_->lineText(op.loc.file, op.loc.line) : std::string_view();
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
+    text.remove_prefix(1);
+  if (text.empty())
+    out_.line("// {}:{}", sourceName_, op.loc.line);
+  else
+    out_.line("// {}:{}: {}", sourceName_, op.loc.line, text);
+}
+
+bool KernelEmitter::emit() {
+  // Parameters: global tensors as pointers plus the strides of all but their
+  // innermost dim (which is 1); scalars as ints.
+  std::vector<std::string> params;
+  int warpsN = 1;
+  walk(const_cast<Block &>(kernel_.body), [&](Op &op) {
+    for (auto &r : op.results)
+      if (r->type.isRegister() && r->type.layout.kind == LayoutKind::Acc)
+        warpsN = r->type.layout.warpsN;
+  });
+  for (auto &arg : kernel_.body.args) {
+    std::string n = declareName(arg.get());
+    if (arg->type.isGlobal()) {
+      std::string qualifier = arg->type.isOutput ? "" : "const ";
+      params.push_back(fmt::format("{}{} *__restrict__ {}", qualifier, cType(arg->type.dtype), n));
+      for (size_t d = 0; d + 1 < arg->type.dims.size(); ++d)
+        params.push_back(fmt::format("int64_t {}_stride{}", n, d));
+    } else {
+      params.push_back(fmt::format("{} {}", cType(arg->type.dtype), n));
+    }
+  }
+  int threads = kernel_.warps * 32;
+  out_.line("// {}:{}: kernel {}", sourceName_, kernel_.loc.line, kernel_.name);
+  out_.line("__global__ void __launch_bounds__({}) {}(", threads, functionName());
+  out_.indent();
+  out_.indent();
+  for (size_t i = 0; i < params.size(); ++i)
+    out_.line("{}{}", params[i], i + 1 == params.size() ? ") {" : ",");
+  out_.dedent();
+  out_.line("extern __shared__ __align__(128) unsigned char tkc_smem[];");
+  out_.line("const uint32_t smem_base = tkc::smem_address(tkc_smem);");
+  out_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
+  out_.line("const int warp_m = warp / {}, warp_n = warp % {};", warpsN, warpsN);
+  out_.line("(void)smem_base; (void)warp_m; (void)warp_n;");
+  emitBlock(kernel_.body);
+  out_.close();
+  return ok_;
+}
+
+void KernelEmitter::emitBlock(const Block &block) {
+  for (auto &op : block.ops)
+    if (!emitOp(*op))
+      return;
+}
+
+bool KernelEmitter::emitOp(const Op &op) {
+  if (op.kind != OpKind::Const && op.kind != OpKind::BlockId && op.kind != OpKind::Yield && op.kind != OpKind::Grid)
+    comment(op);
+  switch (op.kind) {
+  case OpKind::Const:
+  case OpKind::BlockId:
+    return true; // printed inline where used
+  case OpKind::For:
+    emitFor(op);
+    return ok_;
+  case OpKind::Yield:
+  case OpKind::Grid:
+    return true; // handled by the enclosing construct
+  case OpKind::CDiv:
+    emitScalar(op);
+    return true;
+  case OpKind::Fill:
+    emitFill(op);
+    return true;
+  case OpKind::Iota:
+    emitIota(op);
+    return true;
+  case OpKind::Mask:
+    emitMask(op);
+    return true;
+  case OpKind::Reduce:
+    return emitReduce(op);
+  case OpKind::Broadcast:
+    return emitBroadcast(op);
+  case OpKind::Convert:
+    return emitConvert(op);
+  case OpKind::Load:
+    return emitLoad(op);
+  case OpKind::Store:
+    return emitStore(op);
+  case OpKind::Mma:
+    return emitMma(op);
+  case OpKind::SmemAlloc:
+    emitSmemAlloc(op);
+    return true;
+  case OpKind::StageView:
+    emitStageView(op);
+    return true;
+  case OpKind::AsyncLoad: {
+    const Type &slot = op.operands[0]->type;
+    int64_t slotBytes = slot.numElements() * dtypeBytes(slot.dtype);
+    std::string dst = fmt::format("{} + {} * {}", name(op.operands[0]), scalar(op.operands[1]), slotBytes);
+    emitSharedCopy(op, dst, slot, op.operands[3], 4, scalar(op.operands[2]));
+    return true;
+  }
+  case OpKind::AsyncCommit:
+    out_.line("tkc::cp_async_commit();");
+    return true;
+  case OpKind::AsyncWait:
+    out_.line("tkc::cp_async_wait<{}>();", op.intAttr("pending"));
+    return true;
+  case OpKind::Barrier:
+    out_.line("__syncthreads();");
+    return true;
+  default:
+    break;
+  }
+  if (op.results.size() == 1 && op.result()->type.isScalar()) {
+    emitScalar(op);
+    return true;
+  }
+  if (op.results.size() == 1 && op.result()->type.isRegister()) {
+    emitElementwise(op);
+    return ok_;
+  }
+  return unsupported(op, fmt::format("operation `{}` on this operand", mnemonicOf(op.kind)));
+}
+
+/// Scalar ops become `const` locals: arithmetic is the same in every thread.
+void KernelEmitter::emitScalar(const Op &op) {
+  auto a = [&](size_t i) { return scalar(op.operands[i]); };
+  bool isFloatResult = isFloat(op.result()->type.dtype);
+  std::string expr;
+  switch (op.kind) {
+  case OpKind::Add: expr = fmt::format("{} + {}", a(0), a(1)); break;
+  case OpKind::Sub: expr = fmt::format("{} - {}", a(0), a(1)); break;
+  case OpKind::Mul: expr = fmt::format("{} * {}", a(0), a(1)); break;
+  case OpKind::Div: expr = fmt::format("{} / {}", a(0), a(1)); break;
+  case OpKind::Rem: expr = isFloatResult ? fmt::format("fmodf({}, {})", a(0), a(1)) : fmt::format("{} % {}", a(0), a(1)); break;
+  case OpKind::Max: expr = fmt::format("{}({}, {})", isFloatResult ? "fmaxf" : "max", a(0), a(1)); break;
+  case OpKind::Min: expr = fmt::format("{}({}, {})", isFloatResult ? "fminf" : "min", a(0), a(1)); break;
+  case OpKind::CDiv: expr = fmt::format("({} + {} - 1) / {}", a(0), a(1), a(1)); break;
+  case OpKind::Lt: expr = fmt::format("{} < {}", a(0), a(1)); break;
+  case OpKind::Le: expr = fmt::format("{} <= {}", a(0), a(1)); break;
+  case OpKind::Gt: expr = fmt::format("{} > {}", a(0), a(1)); break;
+  case OpKind::Ge: expr = fmt::format("{} >= {}", a(0), a(1)); break;
+  case OpKind::Eq: expr = fmt::format("{} == {}", a(0), a(1)); break;
+  case OpKind::Ne: expr = fmt::format("{} != {}", a(0), a(1)); break;
+  case OpKind::And: expr = fmt::format("{} && {}", a(0), a(1)); break;
+  case OpKind::Or: expr = fmt::format("{} || {}", a(0), a(1)); break;
+  case OpKind::Select: expr = fmt::format("{} ? {} : {}", a(0), a(1), a(2)); break;
+  case OpKind::Neg: expr = fmt::format("-{}", a(0)); break;
+  case OpKind::Exp: expr = fmt::format("expf({})", a(0)); break;
+  case OpKind::Exp2: expr = fmt::format("exp2f({})", a(0)); break;
+  case OpKind::Log: expr = fmt::format("logf({})", a(0)); break;
+  case OpKind::Log2: expr = fmt::format("log2f({})", a(0)); break;
+  case OpKind::Sqrt: expr = fmt::format("sqrtf({})", a(0)); break;
+  case OpKind::Rsqrt: expr = fmt::format("rsqrtf({})", a(0)); break;
+  case OpKind::Abs: expr = fmt::format("{}({})", isFloatResult ? "fabsf" : "abs", a(0)); break;
+  case OpKind::Tanh: expr = fmt::format("tanhf({})", a(0)); break;
+  case OpKind::Cast: expr = fmt::format("{}({})", cType(op.result()->type.dtype), a(0)); break;
+  default:
+    unsupported(op, fmt::format("scalar operation `{}`", mnemonicOf(op.kind)));
+    return;
+  }
+  out_.line("const {} {} = {};", cType(op.result()->type.dtype), declareName(op.result()), expr);
+}
+
+/// Loop-carried values live in variables declared before the loop; `yield`
+/// assigns the next values at the end of the body.
+void KernelEmitter::emitFor(const Op &op) {
+  const Block &body = *op.body;
+  std::vector<std::string> carried;
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    const Value *arg = body.args[1 + i].get();
+    const Value *init = op.operands[3 + i];
+    std::string n = declareName(arg);
+    names_[op.result(i)] = n;
+    carried.push_back(n);
+    if (arg->type.isScalar()) {
+      out_.line("{} {} = {};", cType(arg->type.dtype), n, scalar(init));
+    } else {
+      declareTile(arg);
+      int count = arg->type.layout.kind == LayoutKind::OperandA ? operandACount(arg->type)
+                                                                 : fragmentOf(arg->type).count();
+      out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", count, n, name(init));
+    }
+  }
+  std::string iv = declareName(body.args[0].get());
+  bool constantTrip = op.operands[0]->definingOp && op.operands[0]->definingOp->kind == OpKind::Const &&
+                      op.operands[1]->definingOp && op.operands[1]->definingOp->kind == OpKind::Const;
+  if (constantTrip)
+    out_.line("TKC_UNROLL");
+  else
+    out_.line("#pragma unroll 1");
+  out_.open(fmt::format("for (int {} = {}; {} < {}; {} += {})", iv, scalar(op.operands[0]), iv, scalar(op.operands[1]),
+                        iv, scalar(op.operands[2])));
+  emitBlock(body);
+  const Op &yield = *body.ops.back();
+  // A yielded value that is itself a loop-carried variable must be read
+  // before any carried variable is overwritten.
+  std::vector<std::string> sources;
+  for (size_t i = 0; i < yield.operands.size(); ++i) {
+    const Value *v = yield.operands[i];
+    std::string src = v->type.isScalar() ? scalar(v) : name(v);
+    if (v->ownerBlock == &body && v != body.args[0].get() && src != carried[i]) {
+      std::string tmp = src + "_next";
+      if (v->type.isScalar())
+        out_.line("const {} {} = {};", cType(v->type.dtype), tmp, src);
+      else {
+        int count = fragmentOf(v->type).count();
+        out_.line("{} {}[{}];", cType(v->type.dtype), tmp, count);
+        out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", count, tmp, src);
+      }
+      src = tmp;
+    }
+    sources.push_back(src);
+  }
+  for (size_t i = 0; i < yield.operands.size(); ++i) {
+    const Value *v = yield.operands[i];
+    if (sources[i] == carried[i])
+      continue;
+    if (v->type.isScalar())
+      out_.line("{} = {};", carried[i], sources[i]);
+    else {
+      int count = v->type.layout.kind == LayoutKind::OperandA ? operandACount(v->type) : fragmentOf(v->type).count();
+      out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", count, carried[i], sources[i]);
+    }
+  }
+  out_.close();
+}
+
+} // namespace tkc::codegen

@@ -1,0 +1,89 @@
+#pragma once
+#include "codegen/CodeWriter.h"
+#include "codegen/Fragments.h"
+#include "ir/IR.h"
+#include "passes/Pass.h"
+#include "support/Diagnostics.h"
+
+#include <map>
+#include <string>
+
+namespace tkc::codegen {
+
+/// Where a load or store touches a global tensor: the base pointer
+/// expression (with the offsets of every dim folded in), the strides of the
+/// tile's row and column dims, and the bounds that must be checked.
+struct GlobalAccess {
+  std::string base;       ///< pointer to the tile's element (0, 0)
+  std::string rowStride;  ///< elements between tile rows (2-d tiles)
+  std::string rowBound;   ///< valid rows, or "" when unchecked
+  std::string colBound;   ///< valid columns (or elements of a vector), or ""
+  std::string guard;      ///< condition on dropped dims, or ""
+};
+
+/// Emits the `__global__` function of one IR kernel. The methods are split
+/// over files by concern: KernelEmitter.cpp (structure, scalars, loops),
+/// EmitElementwise.cpp, EmitMemory.cpp, EmitMma.cpp.
+class KernelEmitter {
+public:
+  KernelEmitter(const ir::Kernel &kernel, const Target &target, const std::string &sourceName,
+                const SourceManager *sources, CodeWriter &out, DiagnosticEngine &diags);
+  bool emit();
+  /// Bytes of dynamic shared memory the kernel needs.
+  int64_t sharedMemoryBytes() const { return sharedBytes_; }
+  std::string functionName() const;
+
+private:
+  // KernelEmitter.cpp
+  void emitBlock(const ir::Block &block);
+  bool emitOp(const ir::Op &op);
+  void emitFor(const ir::Op &op);
+  void emitScalar(const ir::Op &op);
+  std::string name(const ir::Value *v);
+  std::string declareName(const ir::Value *v);
+  /// A scalar operand as an expression; `asFloat` converts integers.
+  std::string scalar(const ir::Value *v);
+  std::string cType(ir::DType dtype) const;
+  void comment(const ir::Op &op);
+  bool unsupported(const ir::Op &op, const std::string &what);
+
+  // EmitElementwise.cpp
+  void emitElementwise(const ir::Op &op);
+  void emitFill(const ir::Op &op);
+  void emitIota(const ir::Op &op);
+  void emitMask(const ir::Op &op);
+  bool emitReduce(const ir::Op &op);
+  bool emitBroadcast(const ir::Op &op);
+  bool emitConvert(const ir::Op &op);
+  /// `name[x]` of a tile operand or the expression of a scalar operand,
+  /// converted to float when `asFloat`.
+  std::string element(const ir::Value *v, const std::string &flat, bool asFloat);
+  void declareTile(const ir::Value *v);
+
+  // EmitMemory.cpp
+  GlobalAccess describeAccess(const ir::Op &op, const ir::Value *global, size_t firstOffset);
+  bool emitLoad(const ir::Op &op);
+  bool emitStore(const ir::Op &op);
+  void emitSharedCopy(const ir::Op &op, const std::string &dstAddr, const ir::Type &tile, const ir::Value *global,
+                      size_t firstOffset, const std::string &pred);
+  void emitSmemAlloc(const ir::Op &op);
+  void emitStageView(const ir::Op &op);
+
+  // EmitMma.cpp
+  bool emitMma(const ir::Op &op);
+  void emitLoadOperandA(const ir::Value *smem, const ir::Type &regType, const std::string &dst);
+
+  const ir::Kernel &kernel_;
+  const Target &target_;
+  std::string sourceName_;
+  const SourceManager *sources_;
+  CodeWriter &out_;
+  DiagnosticEngine &diags_;
+  std::map<const ir::Value *, std::string> names_;
+  std::map<std::string, int> nameCounts_;
+  int64_t sharedBytes_ = 0;
+  int lastCommentLine_ = 0;
+  bool ok_ = true;
+};
+
+} // namespace tkc::codegen

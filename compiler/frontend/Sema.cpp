@@ -1,0 +1,333 @@
+#include "frontend/KernelChecker.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+namespace tkc::sema {
+
+// --- specialisations ----------------------------------------------------------
+
+std::optional<int64_t> Specialization::lookup(const std::string &name) const {
+  for (const auto &[key, value] : values)
+    if (key == name)
+      return value;
+  return std::nullopt;
+}
+
+std::string Specialization::kernelName(const std::string &base) const {
+  std::string name = base;
+  for (const auto &[key, value] : values)
+    name += fmt::format("__{}{}", key, value);
+  return name;
+}
+
+std::string Specialization::describe() const {
+  std::string text;
+  for (const auto &[key, value] : values)
+    text += fmt::format("{}{} = {}", text.empty() ? "" : ", ", key, value);
+  return text;
+}
+
+std::vector<Specialization> specializationsOf(const ast::Kernel &kernel) {
+  std::vector<Specialization> result{Specialization{}};
+  for (const ast::WhereParam &where : kernel.wheres) {
+    std::vector<Specialization> next;
+    for (const Specialization &prefix : result)
+      for (int64_t value : where.values) {
+        if (next.size() == kMaxSpecializations)
+          break;
+        Specialization extended = prefix;
+        extended.values.emplace_back(where.name, value);
+        next.push_back(std::move(extended));
+      }
+    result = std::move(next);
+  }
+  return result;
+}
+
+const Type &KernelFacts::typeOf(const ast::Expr &expr) const {
+  static const Type kInvalid;
+  auto it = types.find(&expr);
+  return it == types.end() ? kInvalid : it->second;
+}
+
+const char *describeSymbolKind(Symbol::Kind kind) {
+  switch (kind) {
+  case Symbol::Kind::Global: return "a kernel parameter";
+  case Symbol::Kind::Dim: return "a dimension";
+  case Symbol::Kind::WhereConst: return "a compile-time parameter";
+  case Symbol::Kind::Variable: return "a variable";
+  case Symbol::Kind::LoopVar: return "a loop variable";
+  }
+  return "a name";
+}
+
+namespace {
+
+// --- checks that do not depend on the specialisation -------------------------
+
+bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+/// Parameters, dimensions, `where` clauses and annotations.
+void checkKernelHeader(const ast::Kernel &kernel, DiagnosticEngine &diags) {
+  std::map<std::string, SourceLocation> params;
+  for (const ast::Param &param : kernel.params) {
+    auto [it, inserted] = params.emplace(param.name, param.loc);
+    if (!inserted) {
+      diags.report(param.loc, DiagId::Redefinition, param.name);
+      diags.report(it->second, DiagId::PreviousDefinition);
+    }
+  }
+  std::map<std::string, SourceLocation> dims;
+  for (const ast::Param &param : kernel.params)
+    for (const ast::Dim &dim : param.dims) {
+      if (!dim.isSymbol()) {
+        if (dim.size <= 0)
+          diags.report(dim.loc, DiagId::NonPositiveSize, "a dimension size", dim.size);
+        continue;
+      }
+      if (!dims.emplace(dim.symbol, dim.loc).second)
+        continue;
+      if (auto clash = params.find(dim.symbol); clash != params.end()) {
+        diags.report(dim.loc, DiagId::Redefinition, dim.symbol);
+        diags.report(clash->second, DiagId::PreviousDefinition);
+      }
+    }
+
+  std::map<std::string, SourceLocation> wheres;
+  size_t combinations = 1;
+  for (const ast::WhereParam &where : kernel.wheres) {
+    auto [it, inserted] = wheres.emplace(where.name, where.loc);
+    if (!inserted) {
+      diags.report(where.loc, DiagId::Redefinition, where.name);
+      diags.report(it->second, DiagId::PreviousDefinition);
+    } else if (auto clash = params.find(where.name); clash != params.end()) {
+      diags.report(where.loc, DiagId::Redefinition, where.name);
+      diags.report(clash->second, DiagId::PreviousDefinition);
+    }
+    bool isDim = dims.count(where.name) != 0;
+    std::set<int64_t> seen;
+    for (size_t i = 0; i < where.values.size(); ++i) {
+      int64_t value = where.values[i];
+      if (!seen.insert(value).second)
+        diags.report(where.valueLocs[i], DiagId::DuplicateWhereValue, value, where.name);
+      if (isDim && value <= 0)
+        diags.report(where.valueLocs[i], DiagId::NonPositiveSize, fmt::format("dimension `{}`", where.name), value);
+    }
+    combinations = std::min<size_t>(combinations * std::max<size_t>(where.values.size(), 1), 1u << 30);
+  }
+  if (combinations > kMaxSpecializations)
+    diags.report(kernel.loc, DiagId::TooManySpecializations, kernel.name, combinations, kMaxSpecializations);
+
+  if (!kernel.hasGrid)
+    diags.report(kernel.loc, DiagId::MissingGrid, kernel.name);
+  else if (kernel.grid.empty() || kernel.grid.size() > 3)
+    diags.report(kernel.gridLoc, DiagId::GridRank, kernel.grid.size());
+  if (kernel.hasWarps && (!isPowerOfTwo(kernel.warps) || kernel.warps > 16))
+    diags.report(kernel.warpsLoc, DiagId::WarpsOutOfRange, kernel.warps);
+
+  bool hasOutput = false;
+  for (const ast::Param &param : kernel.params)
+    hasOutput |= param.isOutput;
+  if (!hasOutput)
+    diags.report(kernel.loc, DiagId::NoOutputs, kernel.name);
+}
+
+} // namespace
+
+bool checkFile(const ast::File &file, DiagnosticEngine &diags) {
+  unsigned errorsBefore = diags.errorCount();
+  std::map<std::string, SourceLocation> kernels;
+  for (const ast::Kernel &kernel : file.kernels) {
+    auto [it, inserted] = kernels.emplace(kernel.name, kernel.loc);
+    if (!inserted) {
+      diags.report(kernel.loc, DiagId::Redefinition, kernel.name);
+      diags.report(it->second, DiagId::PreviousDefinition);
+    }
+    checkKernelHeader(kernel, diags);
+
+    std::vector<Specialization> specializations = specializationsOf(kernel);
+    SpecializationReporter reporter(true);
+    for (size_t i = 0; i < specializations.size(); ++i) {
+      reporter.setSpecialization(i);
+      KernelFacts facts;
+      KernelChecker(kernel, specializations[i], reporter, facts).run();
+    }
+    reporter.flush(diags, kernel.name, specializations.size(),
+                   [&](size_t i) { return specializations[i].describe(); });
+    if (diags.limitReached())
+      break;
+  }
+  return diags.errorCount() == errorsBefore;
+}
+
+KernelFacts analyzeKernel(const ast::Kernel &kernel, const Specialization &specialization) {
+  KernelFacts facts;
+  SpecializationReporter silent(false);
+  KernelChecker(kernel, specialization, silent, facts).run();
+  return facts;
+}
+
+// --- the kernel checker: kernel, names, statements -----------------------------
+
+KernelChecker::KernelChecker(const ast::Kernel &kernel, const Specialization &specialization,
+                             SpecializationReporter &reporter, KernelFacts &facts)
+    : kernel_(kernel), specialization_(specialization), reporter_(reporter), facts_(facts) {}
+
+void KernelChecker::run() {
+  // Kernel-level names. Clashes among them were reported by the header
+  // check; here the first definition wins.
+  scopes_.emplace_back();
+  scopeOrder_.emplace_back();
+  for (const ast::Param &param : kernel_.params) {
+    Symbol symbol;
+    symbol.kind = Symbol::Kind::Global;
+    symbol.loc = param.loc;
+    symbol.param = &param;
+    symbol.type.kind = Type::Kind::Global;
+    symbol.type.elem = parseElemType(param.dtype).value_or(ElemType::F32);
+    define(param.name, symbol);
+  }
+  for (const ast::Param &param : kernel_.params)
+    for (const ast::Dim &dim : param.dims)
+      if (dim.isSymbol() && !lookup(dim.symbol)) {
+        Symbol symbol;
+        symbol.kind = Symbol::Kind::Dim;
+        symbol.loc = dim.loc;
+        symbol.type = Type::scalar(ElemType::I32);
+        symbol.value = specialization_.lookup(dim.symbol);
+        define(dim.symbol, symbol);
+      }
+  for (const ast::WhereParam &where : kernel_.wheres)
+    if (!lookup(where.name)) {
+      Symbol symbol;
+      symbol.kind = Symbol::Kind::WhereConst;
+      symbol.loc = where.loc;
+      symbol.type = Type::scalar(ElemType::I32);
+      symbol.value = specialization_.lookup(where.name);
+      define(where.name, symbol);
+    }
+
+  inGrid_ = true;
+  for (const ast::ExprPtr &extent : kernel_.grid)
+    requireIntScalar(checkValue(*extent), "a grid extent", extent->loc);
+  inGrid_ = false;
+
+  scopes_.emplace_back();
+  scopeOrder_.emplace_back();
+  checkStatements(kernel_.body);
+  popScope();
+}
+
+Symbol *KernelChecker::lookup(const std::string &name, size_t *scopeIndex) {
+  for (size_t i = scopes_.size(); i-- > 0;) {
+    auto it = scopes_[i].find(name);
+    if (it != scopes_[i].end()) {
+      if (scopeIndex)
+        *scopeIndex = i;
+      return &it->second;
+    }
+  }
+  return nullptr;
+}
+
+void KernelChecker::define(const std::string &name, Symbol symbol) {
+  scopes_.back()[name] = std::move(symbol);
+  scopeOrder_.back().push_back(name);
+}
+
+void KernelChecker::popScope() {
+  for (const std::string &name : scopeOrder_.back()) {
+    const Symbol &symbol = scopes_.back().at(name);
+    // A variable whose value was already an error gets no second message.
+    if (symbol.kind == Symbol::Kind::Variable && !symbol.used && !symbol.type.isInvalid())
+      report(symbol.loc, DiagId::UnusedValue, name);
+  }
+  scopes_.pop_back();
+  scopeOrder_.pop_back();
+}
+
+void KernelChecker::checkStatements(const std::vector<ast::StmtPtr> &body) {
+  for (const ast::StmtPtr &stmt : body) {
+    switch (stmt->kind) {
+    case ast::StmtKind::Assign: checkAssign(*stmt); break;
+    case ast::StmtKind::Store: checkStore(*stmt); break;
+    case ast::StmtKind::For: checkFor(*stmt); break;
+    }
+  }
+}
+
+void KernelChecker::checkAssign(const ast::Stmt &stmt) {
+  Type value = checkValue(*stmt.exprs[0]);
+  size_t scopeIndex = 0;
+  Symbol *existing = lookup(stmt.name, &scopeIndex);
+  if (!existing) {
+    Symbol symbol;
+    symbol.kind = Symbol::Kind::Variable;
+    symbol.loc = stmt.nameLoc;
+    symbol.type = value;
+    define(stmt.name, symbol);
+    return;
+  }
+  if (existing->kind != Symbol::Kind::Variable) {
+    report(stmt.nameLoc, DiagId::AssignToReadOnly, stmt.name, describeSymbolKind(existing->kind));
+    report(existing->loc, DiagId::PreviousDefinition);
+    return;
+  }
+  // A variable of an enclosing scope assigned inside a loop body is carried
+  // from one iteration to the next, so its type must not change.
+  bool loopCarried = scopeIndex + 1 < scopes_.size();
+  if (loopCarried) {
+    if (!existing->type.isInvalid() && !value.isInvalid() && !existing->type.sameValueType(value))
+      report(stmt.nameLoc, DiagId::LoopCarriedTypeChange, stmt.name, typeString(existing->type), typeString(value));
+    return;
+  }
+  existing->type = value;
+}
+
+void KernelChecker::checkStore(const ast::Stmt &stmt) {
+  const ast::Expr &destination = *stmt.exprs[0];
+  const ast::Expr &valueExpr = *stmt.exprs[1];
+  Type slice;
+  if (destination.kind != ast::ExprKind::Slice)
+    report(destination.loc, DiagId::LoadNeedsSlice, "store");
+  else
+    slice = checkSlice(destination, /*forStore=*/true);
+  Type value = checkValue(valueExpr);
+  if (slice.isInvalid() || value.isInvalid())
+    return;
+  if (!requireTile(value, "the stored value", valueExpr.loc))
+    return;
+  if (value.shape != slice.shape) {
+    report(valueExpr.loc, DiagId::StoreShapeMismatch, shapeString(value.shape), shapeString(slice.shape));
+    return;
+  }
+  if (value.elem != slice.elem) {
+    const char *to = elemTypeName(slice.elem);
+    report(valueExpr.loc, DiagId::StoreDTypeMismatch, elemTypeName(value.elem), destination.name, to, to);
+  }
+}
+
+void KernelChecker::checkFor(const ast::Stmt &stmt) {
+  requireIntScalar(checkValue(*stmt.exprs[0]), "the start of a loop range", stmt.exprs[0]->loc);
+  requireIntScalar(checkValue(*stmt.exprs[1]), "the end of a loop range", stmt.exprs[1]->loc);
+  if (stmt.pipelined && (stmt.stages < 1 || stmt.stages > 8))
+    report(stmt.stagesLoc, DiagId::StagesOutOfRange, stmt.stages);
+  if (Symbol *existing = lookup(stmt.name)) {
+    report(stmt.nameLoc, DiagId::Redefinition, stmt.name);
+    report(existing->loc, DiagId::PreviousDefinition);
+  }
+  scopes_.emplace_back();
+  scopeOrder_.emplace_back();
+  Symbol induction;
+  induction.kind = Symbol::Kind::LoopVar;
+  induction.loc = stmt.nameLoc;
+  induction.type = Type::scalar(ElemType::I32);
+  define(stmt.name, induction);
+  checkStatements(stmt.body);
+  popScope();
+}
+
+} // namespace tkc::sema

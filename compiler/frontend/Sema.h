@@ -1,0 +1,58 @@
+#pragma once
+#include "frontend/AST.h"
+#include "frontend/SemaTypes.h"
+#include "support/Diagnostics.h"
+
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace tkc::sema {
+
+/// One choice of value for every `where` parameter of a kernel, in
+/// declaration order. A kernel without `where` has one, empty, specialisation.
+struct Specialization {
+  std::vector<std::pair<std::string, int64_t>> values;
+
+  std::optional<int64_t> lookup(const std::string &name) const;
+  /// `attn__D64__causal0`; the plain kernel name when there are no values.
+  std::string kernelName(const std::string &base) const;
+  /// `D = 64, causal = 0`
+  std::string describe() const;
+};
+
+/// A kernel may expand to at most this many specialisations.
+constexpr size_t kMaxSpecializations = 64;
+
+/// The cartesian product of the kernel's `where` values, first parameter
+/// varying slowest; capped at kMaxSpecializations.
+std::vector<Specialization> specializationsOf(const ast::Kernel &kernel);
+
+/// How a global tensor dimension is read by one slice subscript.
+struct SliceDim {
+  /// Elements read along this dim; 0 when a single index drops the dim.
+  int64_t size = 0;
+};
+
+/// Everything the checker worked out about one kernel under one
+/// specialisation that lowering needs and cannot see in the syntax.
+struct KernelFacts {
+  std::unordered_map<const ast::Expr *, Type> types;
+  /// Slice expressions: per global dim, the extent read (0 = dropped).
+  std::unordered_map<const ast::Expr *, std::vector<int64_t>> sliceSizes;
+  /// `fill` calls: the constant.
+  std::unordered_map<const ast::Expr *, double> fillValues;
+
+  const Type &typeOf(const ast::Expr &expr) const;
+};
+
+/// Checks every kernel of the file under every specialisation and reports
+/// problems. Returns true if there were no errors. A problem that appears
+/// only under some specialisations gets a note naming the first of them.
+bool checkFile(const ast::File &file, DiagnosticEngine &diags);
+
+/// Re-derives the facts of one kernel that checkFile accepted.
+KernelFacts analyzeKernel(const ast::Kernel &kernel, const Specialization &specialization);
+
+} // namespace tkc::sema

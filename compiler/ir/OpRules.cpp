@@ -1,0 +1,603 @@
+#include "ir/OpRules.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+namespace tkc::ir {
+
+namespace {
+
+std::string shapeText(const std::vector<int64_t> &shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+bool isScalarOf(const Type &type, DType dtype) { return type.isScalar() && type.dtype == dtype; }
+
+std::string countMismatch(const char *what, size_t expected, size_t actual) {
+  return fmt::format("expects {} {}(s) but has {}", expected, what, actual);
+}
+
+std::string checkCounts(const Op &op, size_t operands, size_t results) {
+  if (op.operands.size() != operands)
+    return countMismatch("operand", operands, op.operands.size());
+  if (op.results.size() != results)
+    return countMismatch("result", results, op.results.size());
+  return "";
+}
+
+const Type &operandType(const Op &op, size_t i) { return op.operands[i]->type; }
+const Type &resultType(const Op &op, size_t i = 0) { return op.results[i]->type; }
+
+// --- attributes -------------------------------------------------------------
+
+enum class Presence { Required, Optional };
+
+std::string checkIntAttr(const Op &op, const std::string &name, Presence presence, int64_t lo, int64_t hi) {
+  auto it = op.attrs.find(name);
+  if (it == op.attrs.end())
+    return presence == Presence::Required ? fmt::format("requires attribute `{}`", name) : "";
+  auto *value = std::get_if<int64_t>(&it->second);
+  if (!value)
+    return fmt::format("attribute `{}` must be an integer", name);
+  if (*value < lo || *value > hi)
+    return fmt::format("attribute `{}` must be between {} and {}, but is {}", name, lo, hi, *value);
+  return "";
+}
+
+/// `value` of const and fill, `fill` of mask: a number that suits the dtype.
+std::string checkNumberAttr(const Op &op, const std::string &name, DType dtype) {
+  auto it = op.attrs.find(name);
+  if (it == op.attrs.end())
+    return fmt::format("requires attribute `{}`", name);
+  if (std::holds_alternative<double>(it->second)) {
+    if (!isFloat(dtype))
+      return fmt::format("attribute `{}` must be an integer because the result is {}", name, dtypeName(dtype));
+    return "";
+  }
+  auto *value = std::get_if<int64_t>(&it->second);
+  if (!value)
+    return fmt::format("attribute `{}` must be a number", name);
+  if (dtype == DType::I1 && *value != 0 && *value != 1)
+    return fmt::format("attribute `{}` must be 0 or 1 for an i1 result, but is {}", name, *value);
+  if (dtype == DType::I32 && (*value < INT32_MIN || *value > INT32_MAX))
+    return fmt::format("attribute `{}` does not fit in i32: {}", name, *value);
+  return "";
+}
+
+// --- elementwise ops --------------------------------------------------------
+
+/// Checks that the operands are scalars or tiles of one shape, and that the
+/// result is a scalar of `resultDType` if all operands are, or else the type
+/// of one tile operand with `resultDType`.
+std::string checkElementwiseShapes(const Op &op, DType resultDType) {
+  const Type *tile = nullptr;
+  size_t tileIndex = 0;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    const Type &type = operandType(op, i);
+    if (type.isGlobal())
+      return fmt::format("operand #{} must be a scalar or a tile, but is {}", i, type.str());
+    if (!type.isTile())
+      continue;
+    if (tile && tile->shape != type.shape)
+      return fmt::format("operands #{} and #{} have different shapes {} and {}", tileIndex, i,
+                         shapeText(tile->shape), shapeText(type.shape));
+    if (!tile) {
+      tile = &type;
+      tileIndex = i;
+    }
+  }
+  const Type &result = resultType(op);
+  if (!tile) {
+    if (result != Type::scalar(resultDType))
+      return fmt::format("result must be {} but is {}", dtypeName(resultDType), result.str());
+    return "";
+  }
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    if (operandType(op, i).isTile() && result == operandType(op, i).withDType(resultDType))
+      return "";
+  return fmt::format("result must be {} but is {}", tile->withDType(resultDType).str(), result.str());
+}
+
+/// Elementwise ops compute on scalars and tiles; a global tensor must be
+/// loaded first.
+std::string checkNoGlobalOperands(const Op &op) {
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    if (operandType(op, i).isGlobal())
+      return fmt::format("operand #{} must be a scalar or a tile, but is {}", i, operandType(op, i).str());
+  return "";
+}
+
+std::string checkSameDType(const Op &op, size_t first, size_t last) {
+  for (size_t i = first + 1; i <= last; ++i)
+    if (operandType(op, i).dtype != operandType(op, first).dtype)
+      return fmt::format("operands #{} and #{} have different element types {} and {}", first, i,
+                         dtypeName(operandType(op, first).dtype), dtypeName(operandType(op, i).dtype));
+  return "";
+}
+
+bool isArithmetic(OpKind kind) {
+  switch (kind) {
+  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
+  case OpKind::Rem: case OpKind::Max: case OpKind::Min:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool isComparison(OpKind kind) {
+  switch (kind) {
+  case OpKind::Lt: case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::Eq: case OpKind::Ne:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool isUnaryMath(OpKind kind) {
+  switch (kind) {
+  case OpKind::Neg: case OpKind::Exp: case OpKind::Exp2: case OpKind::Log: case OpKind::Log2:
+  case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Abs: case OpKind::Tanh:
+    return true;
+  default:
+    return false;
+  }
+}
+
+std::string checkBinary(const Op &op) {
+  if (auto error = checkCounts(op, 2, 1); !error.empty())
+    return error;
+  if (auto error = checkNoGlobalOperands(op); !error.empty())
+    return error;
+  if (auto error = checkSameDType(op, 0, 1); !error.empty())
+    return error;
+  DType dtype = operandType(op, 0).dtype;
+  bool logical = op.kind == OpKind::And || op.kind == OpKind::Or;
+  if (logical && dtype != DType::I1)
+    return fmt::format("operands must be i1, but are {}", dtypeName(dtype));
+  if (isArithmetic(op.kind) && dtype == DType::I1)
+    return "operands must be numbers, but are i1";
+  return checkElementwiseShapes(op, isComparison(op.kind) ? DType::I1 : dtype);
+}
+
+std::string checkUnary(const Op &op) {
+  if (auto error = checkCounts(op, 1, 1); !error.empty())
+    return error;
+  if (auto error = checkNoGlobalOperands(op); !error.empty())
+    return error;
+  DType dtype = operandType(op, 0).dtype;
+  bool integerAllowed = op.kind == OpKind::Neg || op.kind == OpKind::Abs;
+  if (!integerAllowed && !isFloat(dtype))
+    return fmt::format("operand must be a float, but is {}", dtypeName(dtype));
+  if (dtype == DType::I1)
+    return "operand must be a number, but is i1";
+  return checkElementwiseShapes(op, dtype);
+}
+
+// --- memory accesses --------------------------------------------------------
+
+/// Operand `globalIndex` is a global tensor and the operands from
+/// `firstOffset` on are its i32 offsets, one per dim.
+std::string checkGlobalAccess(const Op &op, size_t globalIndex, size_t firstOffset) {
+  if (op.operands.size() <= globalIndex)
+    return fmt::format("expects a global tensor as operand #{}", globalIndex);
+  const Type &global = operandType(op, globalIndex);
+  if (!global.isGlobal())
+    return fmt::format("operand #{} must be a global tensor, but is {}", globalIndex, global.str());
+  size_t offsets = op.operands.size() > firstOffset ? op.operands.size() - firstOffset : 0;
+  if (op.operands.size() < firstOffset || offsets != global.dims.size())
+    return fmt::format("expects {} offset(s) for a {}-d global tensor, but has {}", global.dims.size(),
+                       global.dims.size(), offsets);
+  for (size_t i = firstOffset; i < op.operands.size(); ++i)
+    if (!isScalarOf(operandType(op, i), DType::I32))
+      return fmt::format("offset operand #{} must be i32, but is {}", i, operandType(op, i).str());
+  return "";
+}
+
+/// `sizes` (and the optional `checked`) of load, store and async_load: one
+/// entry per global dim; the non-zero sizes are the tile's shape.
+std::string checkAccessSizes(const Op &op, const Type &global, const Type &tile) {
+  auto it = op.attrs.find("sizes");
+  if (it == op.attrs.end())
+    return "requires attribute `sizes`";
+  auto *sizes = std::get_if<std::vector<int64_t>>(&it->second);
+  if (!sizes)
+    return "attribute `sizes` must be an integer list";
+  if (sizes->size() != global.dims.size())
+    return fmt::format("attribute `sizes` has {} entries but the global tensor has {} dims", sizes->size(),
+                       global.dims.size());
+  std::vector<int64_t> kept;
+  for (int64_t size : *sizes) {
+    if (size < 0)
+      return fmt::format("attribute `sizes` must not be negative: {}", shapeText(*sizes));
+    if (size != 0)
+      kept.push_back(size);
+  }
+  if (kept != tile.shape)
+    return fmt::format("attribute `sizes` {} does not match the tile shape {}", shapeText(*sizes),
+                       shapeText(tile.shape));
+  auto checkedIt = op.attrs.find("checked");
+  if (checkedIt != op.attrs.end()) {
+    auto *checked = std::get_if<std::vector<int64_t>>(&checkedIt->second);
+    if (!checked)
+      return "attribute `checked` must be an integer list";
+    if (checked->size() != global.dims.size())
+      return fmt::format("attribute `checked` has {} entries but the global tensor has {} dims",
+                         checked->size(), global.dims.size());
+    if (std::any_of(checked->begin(), checked->end(), [](int64_t v) { return v != 0 && v != 1; }))
+      return fmt::format("attribute `checked` entries must be 0 or 1: {}", shapeText(*checked));
+  }
+  if (tile.dtype != global.dtype)
+    return fmt::format("tile element type {} differs from the global tensor's {}", dtypeName(tile.dtype),
+                       dtypeName(global.dtype));
+  return "";
+}
+
+std::string checkLoad(const Op &op) {
+  if (op.results.size() != 1)
+    return countMismatch("result", 1, op.results.size());
+  if (auto error = checkGlobalAccess(op, 0, 1); !error.empty())
+    return error;
+  if (!resultType(op).isTile())
+    return fmt::format("result must be a tile, but is {}", resultType(op).str());
+  return checkAccessSizes(op, operandType(op, 0), resultType(op));
+}
+
+std::string checkStore(const Op &op) {
+  if (!op.results.empty())
+    return countMismatch("result", 0, op.results.size());
+  if (op.operands.size() < 2 || !operandType(op, 1).isTile())
+    return "expects a global tensor, the tile to store and offsets";
+  if (auto error = checkGlobalAccess(op, 0, 2); !error.empty())
+    return error;
+  const Type &global = operandType(op, 0);
+  if (!global.isOutput)
+    return fmt::format("stores to {}, which is not declared `out`", global.str());
+  return checkAccessSizes(op, global, operandType(op, 1));
+}
+
+std::string checkAsyncLoad(const Op &op) {
+  if (!op.results.empty())
+    return countMismatch("result", 0, op.results.size());
+  if (op.operands.size() < 4)
+    return "expects a buffer, a stage, a predicate, a global tensor and offsets";
+  const Type &buffer = operandType(op, 0);
+  if (!buffer.isShared())
+    return fmt::format("operand #0 must be a shared-memory buffer, but is {}", buffer.str());
+  if (!isScalarOf(operandType(op, 1), DType::I32))
+    return fmt::format("stage operand must be i32, but is {}", operandType(op, 1).str());
+  if (!isScalarOf(operandType(op, 2), DType::I1))
+    return fmt::format("predicate operand must be i1, but is {}", operandType(op, 2).str());
+  if (auto error = checkGlobalAccess(op, 3, 4); !error.empty())
+    return error;
+  return checkAccessSizes(op, operandType(op, 3), buffer);
+}
+
+// --- tile ops ---------------------------------------------------------------
+
+std::string checkMma(const Op &op) {
+  if (auto error = checkCounts(op, 3, 1); !error.empty())
+    return error;
+  const char *names[] = {"a", "b", "accumulator"};
+  for (size_t i = 0; i < 3; ++i)
+    if (!operandType(op, i).isTile() || operandType(op, i).shape.size() != 2)
+      return fmt::format("{} operand must be a 2-d tile, but is {}", names[i], operandType(op, i).str());
+  if (auto error = checkIntAttr(op, "trans_b", Presence::Optional, 0, 1); !error.empty())
+    return error;
+  const Type &a = operandType(op, 0), &b = operandType(op, 1), &c = operandType(op, 2);
+  if (a.dtype != DType::BF16 && a.dtype != DType::F16)
+    return fmt::format("a operand must be bf16 or f16, but is {}", dtypeName(a.dtype));
+  if (b.dtype != a.dtype)
+    return fmt::format("b operand must be {} like a, but is {}", dtypeName(a.dtype), dtypeName(b.dtype));
+  if (c.dtype != DType::F32)
+    return fmt::format("accumulator must be f32, but is {}", dtypeName(c.dtype));
+  bool transB = op.intAttr("trans_b") == 1;
+  int64_t m = a.shape[0], k = a.shape[1];
+  int64_t bk = transB ? b.shape[1] : b.shape[0], n = transB ? b.shape[0] : b.shape[1];
+  if (bk != k)
+    return fmt::format("b operand {}{} does not match a operand {}", shapeText(b.shape),
+                       transB ? " (transposed)" : "", shapeText(a.shape));
+  if (c.shape != std::vector<int64_t>{m, n})
+    return fmt::format("accumulator shape {} must be {}", shapeText(c.shape), shapeText({m, n}));
+  if (resultType(op) != c)
+    return fmt::format("result must be {} like the accumulator, but is {}", c.str(), resultType(op).str());
+  return "";
+}
+
+std::string checkReduce(const Op &op) {
+  if (auto error = checkCounts(op, 1, 1); !error.empty())
+    return error;
+  const Type &x = operandType(op, 0), &result = resultType(op);
+  if (!x.isTile() || x.shape.size() != 2)
+    return fmt::format("operand must be a 2-d tile, but is {}", x.str());
+  if (auto error = checkIntAttr(op, "axis", Presence::Required, 0, 1); !error.empty())
+    return error;
+  std::string kind = op.strAttr("kind");
+  if (kind != "sum" && kind != "max" && kind != "min")
+    return "requires attribute `kind` = \"sum\", \"max\" or \"min\"";
+  int64_t kept = x.shape[op.intAttr("axis") == 1 ? 0 : 1];
+  if (!result.isTile() || result.shape != std::vector<int64_t>{kept} || result.dtype != x.dtype)
+    return fmt::format("result must be a tile of {} elements of type {}, but is {}", kept, dtypeName(x.dtype),
+                       result.str());
+  return "";
+}
+
+std::string checkBroadcast(const Op &op) {
+  if (auto error = checkCounts(op, 1, 1); !error.empty())
+    return error;
+  const Type &x = operandType(op, 0), &result = resultType(op);
+  if (!x.isTile() || x.shape.size() != 1)
+    return fmt::format("operand must be a 1-d tile, but is {}", x.str());
+  if (auto error = checkIntAttr(op, "axis", Presence::Required, 0, 1); !error.empty())
+    return error;
+  if (!result.isTile() || result.shape.size() != 2 || result.dtype != x.dtype)
+    return fmt::format("result must be a 2-d tile of type {}, but is {}", dtypeName(x.dtype), result.str());
+  size_t kept = op.intAttr("axis") == 1 ? 0 : 1;
+  if (result.shape[kept] != x.shape[0])
+    return fmt::format("result dim {} is {} but the operand has {} elements", kept, result.shape[kept], x.shape[0]);
+  return "";
+}
+
+std::string checkConvert(const Op &op) {
+  if (auto error = checkCounts(op, 1, 1); !error.empty())
+    return error;
+  const Type &x = operandType(op, 0), &result = resultType(op);
+  if (!x.isTile() || !result.isTile())
+    return fmt::format("converts tiles, not {} to {}", x.str(), result.str());
+  if (x.shape != result.shape || x.dtype != result.dtype)
+    return fmt::format("result {} must keep the operand's element type and shape ({})", result.str(), x.str());
+  return "";
+}
+
+std::string checkMask(const Op &op) {
+  if (auto error = checkCounts(op, 2, 1); !error.empty())
+    return error;
+  const Type &x = operandType(op, 0);
+  if (!x.isTile())
+    return fmt::format("operand #0 must be a tile, but is {}", x.str());
+  if (!isScalarOf(operandType(op, 1), DType::I32))
+    return fmt::format("bound must be i32, but is {}", operandType(op, 1).str());
+  if (auto error = checkIntAttr(op, "axis", Presence::Required, 0, int64_t(x.shape.size()) - 1); !error.empty())
+    return error;
+  if (auto error = checkNumberAttr(op, "fill", x.dtype); !error.empty())
+    return error;
+  if (resultType(op) != x)
+    return fmt::format("result must be {} like the operand, but is {}", x.str(), resultType(op).str());
+  return "";
+}
+
+std::string checkFor(const Op &op) {
+  if (op.operands.size() < 3)
+    return "expects lower bound, upper bound and step operands";
+  for (size_t i = 0; i < 3; ++i)
+    if (!isScalarOf(operandType(op, i), DType::I32))
+      return fmt::format("{} must be i32, but is {}", i == 0 ? "lower bound" : i == 1 ? "upper bound" : "step",
+                         operandType(op, i).str());
+  size_t carried = op.operands.size() - 3;
+  if (op.results.size() != carried)
+    return fmt::format("has {} iter_args but {} result(s)", carried, op.results.size());
+  for (size_t i = 0; i < carried; ++i) {
+    const Type &init = operandType(op, 3 + i);
+    if (init.isGlobal())
+      return fmt::format("cannot carry a global tensor (iter_args #{})", i);
+    if (resultType(op, i) != init)
+      return fmt::format("result #{} is {} but its initial value is {}", i, resultType(op, i).str(), init.str());
+  }
+  if (auto error = checkIntAttr(op, "stages", Presence::Optional, 1, 8); !error.empty())
+    return error;
+  if (!op.body)
+    return "has no body";
+  const Block &body = *op.body;
+  if (body.args.size() != carried + 1)
+    return fmt::format("body has {} argument(s) but needs {} (induction variable and iter_args)", body.args.size(),
+                       carried + 1);
+  if (!isScalarOf(body.args[0]->type, DType::I32))
+    return fmt::format("induction variable must be i32, but is {}", body.args[0]->type.str());
+  for (size_t i = 0; i < carried; ++i)
+    if (body.args[i + 1]->type != operandType(op, 3 + i))
+      return fmt::format("body argument #{} is {} but its initial value is {}", i + 1, body.args[i + 1]->type.str(),
+                         operandType(op, 3 + i).str());
+  if (body.ops.empty() || body.ops.back()->kind != OpKind::Yield)
+    return "body must end with `yield`";
+  const Op &yield = *body.ops.back();
+  if (yield.operands.size() != carried)
+    return fmt::format("yields {} value(s) but has {} iter_args", yield.operands.size(), carried);
+  for (size_t i = 0; i < carried; ++i)
+    if (yield.operands[i] && yield.operands[i]->type != resultType(op, i))
+      return fmt::format("yields {} as value #{} but the loop carries {}", yield.operands[i]->type.str(), i,
+                         resultType(op, i).str());
+  return "";
+}
+
+} // namespace
+
+std::string checkOpRules(const Op &op) {
+  if (op.body && op.kind != OpKind::For)
+    return "cannot have a body";
+  switch (op.kind) {
+  case OpKind::Const: {
+    if (auto error = checkCounts(op, 0, 1); !error.empty())
+      return error;
+    if (!resultType(op).isScalar())
+      return fmt::format("result must be a scalar, but is {}", resultType(op).str());
+    return checkNumberAttr(op, "value", resultType(op).dtype);
+  }
+  case OpKind::BlockId:
+    if (auto error = checkCounts(op, 0, 1); !error.empty())
+      return error;
+    if (!isScalarOf(resultType(op), DType::I32))
+      return fmt::format("result must be i32, but is {}", resultType(op).str());
+    return checkIntAttr(op, "axis", Presence::Required, 0, 2);
+  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Rem:
+  case OpKind::Max: case OpKind::Min: case OpKind::Lt: case OpKind::Le: case OpKind::Gt:
+  case OpKind::Ge: case OpKind::Eq: case OpKind::Ne: case OpKind::And: case OpKind::Or:
+    return checkBinary(op);
+  case OpKind::CDiv:
+    if (auto error = checkCounts(op, 2, 1); !error.empty())
+      return error;
+    for (size_t i = 0; i < 2; ++i)
+      if (!isScalarOf(operandType(op, i), DType::I32))
+        return fmt::format("operand #{} must be i32, but is {}", i, operandType(op, i).str());
+    if (!isScalarOf(resultType(op), DType::I32))
+      return fmt::format("result must be i32, but is {}", resultType(op).str());
+    return "";
+  case OpKind::Select:
+    if (auto error = checkCounts(op, 3, 1); !error.empty())
+      return error;
+    if (auto error = checkNoGlobalOperands(op); !error.empty())
+      return error;
+    if (operandType(op, 0).dtype != DType::I1)
+      return fmt::format("condition must be i1, but is {}", operandType(op, 0).str());
+    if (auto error = checkSameDType(op, 1, 2); !error.empty())
+      return error;
+    return checkElementwiseShapes(op, operandType(op, 1).dtype);
+  case OpKind::Neg: case OpKind::Exp: case OpKind::Exp2: case OpKind::Log: case OpKind::Log2:
+  case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Abs: case OpKind::Tanh:
+    return checkUnary(op);
+  case OpKind::Cast:
+    if (auto error = checkCounts(op, 1, 1); !error.empty())
+      return error;
+    return checkElementwiseShapes(op, resultType(op).dtype);
+  case OpKind::Fill:
+    if (auto error = checkCounts(op, 0, 1); !error.empty())
+      return error;
+    if (!resultType(op).isTile())
+      return fmt::format("result must be a tile, but is {}", resultType(op).str());
+    return checkNumberAttr(op, "value", resultType(op).dtype);
+  case OpKind::Iota: {
+    if (auto error = checkCounts(op, 0, 1); !error.empty())
+      return error;
+    const Type &result = resultType(op);
+    if (!result.isTile() || result.dtype != DType::I32)
+      return fmt::format("result must be an i32 tile, but is {}", result.str());
+    return checkIntAttr(op, "axis", Presence::Required, 0, int64_t(result.shape.size()) - 1);
+  }
+  case OpKind::Load: return checkLoad(op);
+  case OpKind::Store: return checkStore(op);
+  case OpKind::Mma: return checkMma(op);
+  case OpKind::Reduce: return checkReduce(op);
+  case OpKind::Broadcast: return checkBroadcast(op);
+  case OpKind::Convert: return checkConvert(op);
+  case OpKind::Mask: return checkMask(op);
+  case OpKind::For: return checkFor(op);
+  case OpKind::Yield:
+    return op.results.empty() ? "" : countMismatch("result", 0, op.results.size());
+  case OpKind::Grid:
+    if (auto error = checkCounts(op, 3, 0); !error.empty())
+      return error;
+    for (size_t i = 0; i < 3; ++i)
+      if (!isScalarOf(operandType(op, i), DType::I32))
+        return fmt::format("operand #{} must be i32, but is {}", i, operandType(op, i).str());
+    return "";
+  case OpKind::SmemAlloc:
+    if (auto error = checkCounts(op, 0, 1); !error.empty())
+      return error;
+    if (!resultType(op).isShared())
+      return fmt::format("result must be in shared memory, but is {}", resultType(op).str());
+    return checkIntAttr(op, "offset", Presence::Optional, 0, INT32_MAX);
+  case OpKind::StageView: {
+    if (auto error = checkCounts(op, 2, 1); !error.empty())
+      return error;
+    const Type &buffer = operandType(op, 0);
+    if (!buffer.isShared() || buffer.stages == 0)
+      return fmt::format("operand #0 must be a staged shared buffer, but is {}", buffer.str());
+    if (!isScalarOf(operandType(op, 1), DType::I32))
+      return fmt::format("stage operand must be i32, but is {}", operandType(op, 1).str());
+    Type slot = buffer;
+    slot.stages = 0;
+    if (resultType(op) != slot)
+      return fmt::format("result must be one slot of the buffer, {}, but is {}", slot.str(), resultType(op).str());
+    return "";
+  }
+  case OpKind::AsyncLoad: return checkAsyncLoad(op);
+  case OpKind::AsyncWait:
+    if (auto error = checkCounts(op, 0, 0); !error.empty())
+      return error;
+    return checkIntAttr(op, "pending", Presence::Required, 0, 64);
+  case OpKind::AsyncCommit:
+  case OpKind::Barrier:
+    return checkCounts(op, 0, 0);
+  }
+  return "has an unknown kind";
+}
+
+std::string checkTypeRules(const Type &type, int warps) {
+  switch (type.kind) {
+  case TypeKind::Scalar:
+    if (!type.dims.empty() || !type.shape.empty() || type.layout.kind != LayoutKind::None || type.stages != 0 ||
+        type.isOutput)
+      return fmt::format("scalar type {} carries tensor fields", type.str());
+    return "";
+  case TypeKind::Global:
+    if (type.dims.empty())
+      return fmt::format("global tensor {} has no dims", type.str());
+    for (const Dim &dim : type.dims)
+      if (dim.isStatic() && dim.size <= 0)
+        return fmt::format("global tensor {} has a non-positive dim", type.str());
+    if (!type.shape.empty() || type.layout.kind != LayoutKind::None || type.stages != 0)
+      return fmt::format("global type {} carries tile fields", type.str());
+    return "";
+  case TypeKind::Tile:
+    break;
+  }
+  if (type.shape.empty())
+    return fmt::format("tile {} has no dims", type.str());
+  if (std::any_of(type.shape.begin(), type.shape.end(), [](int64_t extent) { return extent <= 0; }))
+    return fmt::format("tile {} has a non-positive extent", type.str());
+  if (!type.dims.empty() || type.isOutput)
+    return fmt::format("tile type {} carries global-tensor fields", type.str());
+  if (type.stages < 0 || (type.stages > 0 && type.space != MemSpace::Shared))
+    return fmt::format("only shared buffers have stages: {}", type.str());
+
+  const Layout &layout = type.layout;
+  switch (type.space) {
+  case MemSpace::Unplaced:
+    if (layout.kind != LayoutKind::None)
+      return fmt::format("an unplaced tile has no layout: {}", type.str());
+    break;
+  case MemSpace::Shared:
+    if (layout.kind != LayoutKind::None && layout.kind != LayoutKind::Swizzle)
+      return fmt::format("a shared-memory tile takes no register layout: {}", type.str());
+    break;
+  case MemSpace::Register:
+    if (layout.kind == LayoutKind::None || layout.kind == LayoutKind::Swizzle)
+      return fmt::format("a register tile needs a register layout: {}", type.str());
+    break;
+  }
+  bool warpGrid = layout.kind == LayoutKind::Acc || layout.kind == LayoutKind::OperandA ||
+                  layout.kind == LayoutKind::AccRow;
+  bool warpList = layout.kind == LayoutKind::Strip || layout.kind == LayoutKind::StripRow ||
+                  layout.kind == LayoutKind::StripCol;
+  // The text form writes only the warp counts a layout uses; others stay 1.
+  if (layout.warpsM < 1 || layout.warpsN < 1 || (!warpGrid && layout.warpsN != 1) ||
+      (!warpGrid && !warpList && layout.warpsM != 1))
+    return fmt::format("layout of {} has invalid warp counts {}x{}", type.str(), layout.warpsM, layout.warpsN);
+  if ((warpGrid || warpList) && layout.warpsM * layout.warpsN != warps)
+    return fmt::format("layout of {} spreads over {} warps but the kernel has {}", type.str(),
+                       layout.warpsM * layout.warpsN, warps);
+
+  size_t rank = type.shape.size();
+  size_t wantRank = layout.kind == LayoutKind::AccRow || layout.kind == LayoutKind::StripRow ||
+                            layout.kind == LayoutKind::StripCol
+                        ? 1
+                    : layout.kind == LayoutKind::None ? rank
+                                                      : 2;
+  if (rank != wantRank)
+    return fmt::format("layout {} needs a {}-d tile, but the shape is {}", layout.str(), wantRank,
+                       shapeText(type.shape));
+  // mma.sync m16n8k16: each warp's share of an accumulator is a whole number
+  // of 16x8 fragments, and A fragments are 16x16.
+  int64_t rowQuantum = 16 * layout.warpsM;
+  if (layout.kind == LayoutKind::Acc && (type.shape[0] % rowQuantum || type.shape[1] % (8 * layout.warpsN)))
+    return fmt::format("{} needs a shape divisible by [{}, {}], but it is {}", layout.str(), rowQuantum,
+                       8 * layout.warpsN, shapeText(type.shape));
+  if (layout.kind == LayoutKind::OperandA && (type.shape[0] % rowQuantum || type.shape[1] % 16))
+    return fmt::format("{} needs a shape divisible by [{}, 16], but it is {}", layout.str(), rowQuantum,
+                       shapeText(type.shape));
+  if (layout.kind == LayoutKind::AccRow && type.shape[0] % rowQuantum)
+    return fmt::format("{} needs a length divisible by {}, but it is {}", layout.str(), rowQuantum,
+                       type.shape[0]);
+  return "";
+}
+
+} // namespace tkc::ir

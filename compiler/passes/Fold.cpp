@@ -1,0 +1,370 @@
+// fold: constant folding, boolean and integer identities, fusion of
+// `add(x, mma(a, b, 0))` into an accumulating `mma(a, b, x)`, and dead-code
+// elimination, repeated until nothing changes.
+#include "passes/Pass.h"
+#include "passes/PassUtils.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace tkc {
+namespace {
+
+using namespace ir;
+using namespace passes;
+
+int64_t attrAsInt(const Attr &attr) {
+  if (auto *d = std::get_if<double>(&attr))
+    return static_cast<int64_t>(*d);
+  return std::get<int64_t>(attr);
+}
+
+/// Integer results wrap like 32-bit two's complement, as they do on the GPU.
+int64_t wrapToI32(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(v)); }
+
+/// Float results are rounded to f32, as the GPU computes them.
+Attr f32Attr(double v) { return Attr(static_cast<double>(static_cast<float>(v))); }
+
+std::optional<Attr> foldIntBinary(OpKind kind, int64_t a, int64_t b) {
+  switch (kind) {
+  case OpKind::Add: return Attr(wrapToI32(a + b));
+  case OpKind::Sub: return Attr(wrapToI32(a - b));
+  case OpKind::Mul: return Attr(wrapToI32(a * b));
+  // C++ integer division and remainder truncate toward zero, like C and CUDA.
+  case OpKind::Div: return b == 0 ? std::nullopt : std::optional<Attr>(wrapToI32(a / b));
+  case OpKind::Rem: return b == 0 ? std::nullopt : std::optional<Attr>(wrapToI32(a % b));
+  case OpKind::Max: return Attr(std::max(a, b));
+  case OpKind::Min: return Attr(std::min(a, b));
+  // Ceiling division is only folded where every rounding convention agrees.
+  case OpKind::CDiv: return a >= 0 && b > 0 ? std::optional<Attr>((a + b - 1) / b) : std::nullopt;
+  case OpKind::Lt: return Attr(int64_t(a < b));
+  case OpKind::Le: return Attr(int64_t(a <= b));
+  case OpKind::Gt: return Attr(int64_t(a > b));
+  case OpKind::Ge: return Attr(int64_t(a >= b));
+  case OpKind::Eq: return Attr(int64_t(a == b));
+  case OpKind::Ne: return Attr(int64_t(a != b));
+  case OpKind::And: return Attr(int64_t(a != 0 && b != 0));
+  case OpKind::Or: return Attr(int64_t(a != 0 || b != 0));
+  default: return std::nullopt;
+  }
+}
+
+std::optional<Attr> foldFloatBinary(OpKind kind, float a, float b) {
+  switch (kind) {
+  case OpKind::Add: return f32Attr(a + b);
+  case OpKind::Sub: return f32Attr(a - b);
+  case OpKind::Mul: return f32Attr(a * b);
+  case OpKind::Div: return b == 0 ? std::nullopt : std::optional<Attr>(f32Attr(a / b));
+  case OpKind::Rem: return b == 0 ? std::nullopt : std::optional<Attr>(f32Attr(std::fmod(a, b)));
+  case OpKind::Max: return f32Attr(std::fmax(a, b));
+  case OpKind::Min: return f32Attr(std::fmin(a, b));
+  case OpKind::Lt: return Attr(int64_t(a < b));
+  case OpKind::Le: return Attr(int64_t(a <= b));
+  case OpKind::Gt: return Attr(int64_t(a > b));
+  case OpKind::Ge: return Attr(int64_t(a >= b));
+  case OpKind::Eq: return Attr(int64_t(a == b));
+  case OpKind::Ne: return Attr(int64_t(a != b));
+  default: return std::nullopt;
+  }
+}
+
+std::optional<Attr> foldUnary(const Op &op, DType from, const Attr &x) {
+  DType to = op.result()->type.dtype;
+  if (op.kind == OpKind::Neg) {
+    if (from == DType::I32)
+      return Attr(wrapToI32(-attrAsInt(x)));
+    if (from == DType::F32)
+      return f32Attr(-attrAsDouble(x));
+    return std::nullopt;
+  }
+  if (op.kind != OpKind::Cast)
+    return std::nullopt;
+  if (from == to && (from == DType::I32 || from == DType::F32))
+    return x;
+  if (from == DType::I32 && to == DType::F32)
+    return f32Attr(static_cast<double>(attrAsInt(x)));
+  if (from == DType::F32 && to == DType::I32) {
+    // Float-to-int conversion truncates toward zero; out-of-range values have
+    // no portable result, so they are left for the GPU.
+    double v = std::trunc(static_cast<float>(attrAsDouble(x)));
+    if (!std::isfinite(v) || v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+      return std::nullopt;
+    return Attr(static_cast<int64_t>(v));
+  }
+  return std::nullopt;
+}
+
+/// The folded value of a scalar op whose operands are all `const`.
+std::optional<Attr> foldConstantScalar(const Op &op) {
+  if (op.results.size() != 1 || !op.result()->type.isScalar() || op.operands.empty())
+    return std::nullopt;
+  std::vector<Attr> values;
+  for (Value *operand : op.operands) {
+    auto value = constantOf(operand);
+    if (!value || !operand->type.isScalar())
+      return std::nullopt;
+    values.push_back(*value);
+  }
+  DType dtype = op.operands[0]->type.dtype;
+  if (values.size() == 1)
+    return foldUnary(op, dtype, values[0]);
+  if (values.size() != 2 || op.operands[1]->type.dtype != dtype)
+    return std::nullopt;
+  if (dtype == DType::I32 || dtype == DType::I1)
+    return foldIntBinary(op.kind, attrAsInt(values[0]), attrAsInt(values[1]));
+  if (dtype == DType::F32)
+    return foldFloatBinary(op.kind, static_cast<float>(attrAsDouble(values[0])),
+                           static_cast<float>(attrAsDouble(values[1])));
+  return std::nullopt;
+}
+
+/// A `const` scalar or a `fill` tile: the constant it holds in every element.
+std::optional<Attr> uniformConstantOf(const Value *v) {
+  if (auto value = constantOf(v))
+    return value;
+  return fillValueOf(v);
+}
+
+bool isTrue(const Attr &attr) { return !attrIsZero(attr); }
+
+class Folder {
+public:
+  explicit Folder(Block &root) : root_(root), uses_(countUses(root)) {}
+
+  /// One sweep over every op; true if anything changed.
+  bool foldBlock(Block &block) {
+    bool changed = false;
+    for (auto &op : block.ops) {
+      if (op->body)
+        changed |= foldBlock(*op->body);
+      changed |= foldOp(*op);
+    }
+    return changed;
+  }
+
+private:
+  bool foldOp(Op &op) {
+    if (auto folded = foldConstantScalar(op)) {
+      becomeConstant(op, *folded);
+      return true;
+    }
+    switch (op.kind) {
+    case OpKind::Select: return foldSelect(op);
+    case OpKind::And:
+    case OpKind::Or: return foldLogic(op);
+    case OpKind::Add: return foldIntIdentity(op) || fuseMmaAccumulate(op);
+    case OpKind::Sub:
+    case OpKind::Mul: return foldIntIdentity(op);
+    default: return false;
+    }
+  }
+
+  /// Rewrites `op` in place into a `const` (scalar result) or a `fill` (tile
+  /// result) holding `value`; its users need not change.
+  void becomeConstant(Op &op, const Attr &value) {
+    const Type &type = op.result()->type;
+    Attr typed = isFloat(type.dtype) ? Attr(attrAsDouble(value)) : Attr(attrAsInt(value));
+    for (Value *operand : op.operands)
+      --uses_[operand];
+    op.kind = type.isScalar() ? OpKind::Const : OpKind::Fill;
+    op.operands.clear();
+    op.attrs = {{"value", typed}};
+  }
+
+  /// Makes `op`'s result stand for `replacement`. A scalar constant may stand
+  /// for a tile result: the op then becomes a `fill`. Returns false (and
+  /// changes nothing) when the types do not allow it.
+  bool replaceWith(Op &op, Value *replacement) {
+    Value *result = op.result();
+    if (replacement->type == result->type) {
+      uses_[replacement] += uses_[result];
+      uses_[result] = 0;
+      replaceAllUsesIn(root_, result, replacement);
+      return true;
+    }
+    if (result->type.isTile() && replacement->type.isScalar())
+      if (auto value = constantOf(replacement)) {
+        becomeConstant(op, *value);
+        return true;
+      }
+    return false;
+  }
+
+  /// select(c, a, b) with a constant condition (scalar or uniform tile).
+  bool foldSelect(Op &op) {
+    auto condition = uniformConstantOf(op.operands[0]);
+    if (!condition)
+      return false;
+    return replaceWith(op, isTrue(*condition) ? op.operands[1] : op.operands[2]);
+  }
+
+  /// or/and with one constant operand: the constant either decides the result
+  /// or drops out.
+  bool foldLogic(Op &op) {
+    for (int constantSide : {0, 1}) {
+      auto constant = uniformConstantOf(op.operands[constantSide]);
+      if (!constant)
+        continue;
+      Value *other = op.operands[1 - constantSide];
+      bool decides = op.kind == OpKind::Or ? isTrue(*constant) : !isTrue(*constant);
+      if (decides) {
+        becomeConstant(op, Attr(int64_t(op.kind == OpKind::Or)));
+        return true;
+      }
+      if (replaceWith(op, other))
+        return true;
+    }
+    return false;
+  }
+
+  /// x + 0, 0 + x, x - 0, x * 1, 1 * x, x * 0, 0 * x on i32 scalars.
+  bool foldIntIdentity(Op &op) {
+    const Type &type = op.result()->type;
+    if (!type.isScalar() || type.dtype != DType::I32)
+      return false;
+    for (int constantSide : {1, 0}) {
+      if (constantSide == 0 && op.kind == OpKind::Sub)
+        continue;
+      auto constant = constantOf(op.operands[constantSide]);
+      if (!constant)
+        continue;
+      int64_t c = attrAsInt(*constant);
+      Value *other = op.operands[1 - constantSide];
+      if (op.kind == OpKind::Mul && c == 0) {
+        becomeConstant(op, Attr(int64_t(0)));
+        return true;
+      }
+      bool neutral = op.kind == OpKind::Mul ? c == 1 : c == 0;
+      if (neutral && replaceWith(op, other))
+        return true;
+    }
+    return false;
+  }
+
+  /// add(x, mma(a, b, 0)) -> mma(a, b, x) when the product has no other use.
+  /// The add itself becomes the mma, so that x (often computed after the
+  /// product) is defined before its new user.
+  bool fuseMmaAccumulate(Op &op) {
+    for (int productSide : {1, 0}) {
+      Value *product = op.operands[productSide];
+      Value *addend = op.operands[1 - productSide];
+      Op *mma = product->definingOp;
+      if (!mma || mma->kind != OpKind::Mma || mma->parent != op.parent || uses_[product] != 1)
+        continue;
+      auto initial = fillValueOf(mma->operands[2]);
+      if (!initial || !attrIsZero(*initial) || addend->type != product->type || op.result()->type != product->type)
+        continue;
+      --uses_[product];
+      ++uses_[mma->operands[0]];
+      ++uses_[mma->operands[1]];
+      op.kind = OpKind::Mma;
+      op.operands = {mma->operands[0], mma->operands[1], addend};
+      op.attrs = mma->attrs;
+      return true;
+    }
+    return false;
+  }
+
+  Block &root_;
+  UseCounts uses_;
+};
+
+// --- dead-code elimination ---------------------------------------------------
+
+void dropUses(Op &op, UseCounts &uses) {
+  for (Value *operand : op.operands)
+    --uses[operand];
+  if (op.body)
+    walk(*op.body, [&](Op &inner) {
+      for (Value *operand : inner.operands)
+        --uses[operand];
+    });
+}
+
+/// Drops iter_args whose result is unused and whose block argument only
+/// feeds its own slot of the yield.
+bool dropUnusedIterArgs(Op &loop, UseCounts &uses) {
+  constexpr unsigned kFirstInit = 3; // operands: lo, hi, step, inits...
+  Block &body = *loop.body;
+  Op &yield = *body.ops.back();
+  bool changed = false;
+  for (size_t i = loop.results.size(); i-- > 0;) {
+    Value *arg = body.args[i + 1].get();
+    int ownYieldUses = yield.operands[i] == arg ? 1 : 0;
+    if (uses[loop.result(i)] != 0 || uses[arg] != ownYieldUses)
+      continue;
+    --uses[loop.operands[kFirstInit + i]];
+    --uses[yield.operands[i]];
+    loop.operands.erase(loop.operands.begin() + kFirstInit + i);
+    yield.operands.erase(yield.operands.begin() + i);
+    body.args.erase(body.args.begin() + i + 1);
+    loop.results.erase(loop.results.begin() + i);
+    changed = true;
+  }
+  for (unsigned i = 0; i < body.args.size(); ++i)
+    body.args[i]->index = i;
+  for (unsigned i = 0; i < loop.results.size(); ++i)
+    loop.results[i]->index = i;
+  return changed;
+}
+
+bool isDead(const Op &op, UseCounts &uses) {
+  if (hasSideEffects(op))
+    return false;
+  for (auto &result : op.results)
+    if (uses[result.get()] != 0)
+      return false;
+  return true;
+}
+
+/// Removes dead ops, last first so that chains of dead ops go in one sweep.
+bool sweepDeadOps(Block &block, UseCounts &uses) {
+  bool changed = false;
+  for (auto it = block.ops.end(); it != block.ops.begin();) {
+    --it;
+    Op &op = **it;
+    if (op.kind == OpKind::For) {
+      changed |= sweepDeadOps(*op.body, uses);
+      changed |= dropUnusedIterArgs(op, uses);
+    }
+    if (isDead(op, uses)) {
+      dropUses(op, uses);
+      it = block.ops.erase(it);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+bool eliminateDeadCode(Block &root) {
+  bool changed = false;
+  UseCounts uses = countUses(root);
+  while (sweepDeadOps(root, uses))
+    changed = true;
+  return changed;
+}
+
+class FoldPass : public Pass {
+public:
+  const char *name() const override { return "fold"; }
+  const char *description() const override {
+    return "fold constants, fuse add(x, mma(a, b, 0)) into mma(a, b, x), remove dead code";
+  }
+  bool run(Module &module, const Target &, DiagnosticEngine &) override {
+    forEachKernelBlock(module, [](Kernel &, Block &root) {
+      bool changed = true;
+      while (changed) {
+        changed = Folder(root).foldBlock(root);
+        changed |= eliminateDeadCode(root);
+      }
+    });
+    return true;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createFoldPass() { return std::make_unique<FoldPass>(); }
+
+} // namespace tkc

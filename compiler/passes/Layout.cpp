@@ -1,0 +1,388 @@
+// layout: decides where every tile lives and how its elements are spread
+// over the warps and lanes of the block.
+//
+// Tiles that feed `mma` only as operands are staged in shared memory. Every
+// other tile joins a class of tiles that must share one register layout
+// (operands and results of elementwise ops, loop-carried values). A class
+// that holds an mma accumulator takes the mma accumulator layout; others
+// take the 16-byte-vector "strip" layout. Vectors take the row or column
+// layout of the tiles they are reduced from or broadcast to. Where a value
+// changes role (an accumulator used as an mma A operand, a shared tile read
+// many times inside a loop) a `convert` is inserted.
+#include "passes/Pass.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+#include <set>
+
+namespace tkc {
+namespace {
+
+using namespace ir;
+
+/// Union-find over values.
+class ValueClasses {
+public:
+  Value *find(Value *v) {
+    auto it = parent_.find(v);
+    if (it == parent_.end()) {
+      parent_[v] = v;
+      return v;
+    }
+    if (it->second == v)
+      return v;
+    return it->second = find(it->second);
+  }
+  void unite(Value *a, Value *b) { parent_[find(a)] = find(b); }
+
+private:
+  std::map<Value *, Value *> parent_;
+};
+
+/// Per-thread registers an mma A operand kept in registers across a loop may take.
+constexpr int64_t kMaxHoistedOperandRegisters = 32;
+
+bool isElementwise(OpKind kind) {
+  switch (kind) {
+  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Rem:
+  case OpKind::Max: case OpKind::Min: case OpKind::Lt: case OpKind::Le: case OpKind::Gt:
+  case OpKind::Ge: case OpKind::Eq: case OpKind::Ne: case OpKind::And: case OpKind::Or:
+  case OpKind::Select: case OpKind::Neg: case OpKind::Exp: case OpKind::Exp2: case OpKind::Log:
+  case OpKind::Log2: case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Abs: case OpKind::Tanh:
+  case OpKind::Cast: case OpKind::Mask:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Depth of `for` nesting around an op.
+int loopDepth(const Op &op) {
+  int depth = 0;
+  for (Block *b = op.parent; b && b->parentOp; b = b->parentOp->parent)
+    ++depth;
+  return depth;
+}
+
+class LayoutAssigner {
+public:
+  LayoutAssigner(Kernel &kernel, const Target &target, DiagnosticEngine &diags)
+      : kernel_(kernel), target_(target), diags_(diags) {}
+
+  bool run() {
+    collectUses(kernel_.body);
+    markSharedOperands();
+    buildClasses(kernel_.body);
+    if (!chooseWarpGrid())
+      return false;
+    if (!assignClassLayouts())
+      return false;
+    applyTypes(kernel_.body);
+    return insertOperandConversions(kernel_.body);
+  }
+
+private:
+  void collectUses(Block &block) {
+    walk(block, [&](Op &op) {
+      for (unsigned i = 0; i < op.operands.size(); ++i)
+        uses_[op.operands[i]].push_back({&op, i});
+    });
+  }
+
+  /// A load whose every use is an mma operand goes to shared memory.
+  void markSharedOperands() {
+    walk(kernel_.body, [&](Op &op) {
+      if (op.kind != OpKind::Load || !op.result()->type.isTile())
+        return;
+      Value *v = op.result();
+      auto &uses = uses_[v];
+      if (uses.empty())
+        return;
+      for (auto &[user, index] : uses)
+        if (user->kind != OpKind::Mma || index == 2)
+          return;
+      shared_.insert(v);
+    });
+  }
+
+  void buildClasses(Block &block) {
+    walk(block, [&](Op &op) {
+      auto isRegTile = [&](Value *v) { return v->type.isTile() && !shared_.count(v); };
+      if (isElementwise(op.kind)) {
+        for (Value *operand : op.operands)
+          if (isRegTile(operand) && operand->type.shape == op.result()->type.shape)
+            classes_.unite(operand, op.result());
+        classes_.find(op.result());
+      } else if (op.kind == OpKind::Mma) {
+        classes_.unite(op.operands[2], op.result());
+        accumulators_.insert(op.result());
+      } else if (op.kind == OpKind::For) {
+        unsigned iters = op.results.size();
+        Op &yield = *op.body->ops.back();
+        for (unsigned i = 0; i < iters; ++i) {
+          Value *result = op.result(i);
+          if (!result->type.isTile())
+            continue;
+          classes_.unite(op.operands[3 + i], result);
+          classes_.unite(op.body->args[1 + i].get(), result);
+          classes_.unite(yield.operands[i], result);
+        }
+      } else if (op.kind == OpKind::Reduce) {
+        vectorLinks_.push_back({op.result(), op.operands[0], static_cast<int>(op.intAttr("axis"))});
+      } else if (op.kind == OpKind::Broadcast) {
+        vectorLinks_.push_back({op.operands[0], op.result(), static_cast<int>(op.intAttr("axis")) == 1 ? 1 : 0});
+        classes_.find(op.result());
+      } else {
+        for (auto &result : op.results)
+          if (isRegTile(result.get()))
+            classes_.find(result.get());
+      }
+    });
+  }
+
+  /// One warp grid for every accumulator of the kernel. Row reductions and
+  /// broadcasts stay inside a warp only if warps split the rows alone.
+  bool chooseWarpGrid() {
+    int warps = kernel_.warps;
+    bool rowsOnly = !vectorLinks_.empty();
+    int64_t maxM = 0, maxN = 0;
+    walk(kernel_.body, [&](Op &op) {
+      if (op.kind == OpKind::Mma) {
+        maxM = std::max(maxM, op.result()->type.shape[0]);
+        maxN = std::max(maxN, op.result()->type.shape[1]);
+        if (!shared_.count(op.operands[0]))
+          rowsOnly = true;
+      }
+    });
+    warpsM_ = warps;
+    warpsN_ = 1;
+    if (rowsOnly || maxM == 0)
+      return true;
+    // Otherwise the most square warp tile whose width is a multiple of 16
+    // (so B fragments load two n-tiles per ldmatrix.x4).
+    double best = 1e30;
+    for (int gm = 1; gm <= warps; gm *= 2) {
+      int gn = warps / gm;
+      if (maxM % (16 * gm) || maxN % (16 * gn))
+        continue;
+      double ratio = double(maxM / gm) / double(maxN / gn);
+      double score = ratio > 1 ? ratio : 1 / ratio;
+      if (score < best) {
+        best = score;
+        warpsM_ = gm;
+        warpsN_ = gn;
+      }
+    }
+    return true;
+  }
+
+  Layout vectorLayoutFor(Layout tileLayout, int axis) {
+    if (tileLayout.kind == LayoutKind::Acc && axis == 1)
+      return {LayoutKind::AccRow, tileLayout.warpsM, tileLayout.warpsN};
+    if (tileLayout.kind == LayoutKind::Strip)
+      return {axis == 1 ? LayoutKind::StripRow : LayoutKind::StripCol, tileLayout.warpsM, 1};
+    return {};
+  }
+
+  bool assignClassLayouts() {
+    std::set<Value *> accClasses;
+    for (Value *acc : accumulators_)
+      accClasses.insert(classes_.find(acc));
+    // Two-dimensional classes first.
+    std::map<Value *, std::vector<Value *>> members;
+    walk(kernel_.body, [&](Op &op) {
+      for (auto &r : op.results)
+        if (r->type.isTile() && !shared_.count(r.get()))
+          members[classes_.find(r.get())].push_back(r.get());
+      if (op.body)
+        for (auto &a : op.body->args)
+          if (a->type.isTile())
+            members[classes_.find(a.get())].push_back(a.get());
+    });
+    for (auto &[root, values] : members) {
+      if (values.front()->type.shape.size() != 2)
+        continue;
+      Layout layout = accClasses.count(root) ? Layout{LayoutKind::Acc, warpsM_, warpsN_}
+                                             : Layout{LayoutKind::Strip, kernel_.warps, 1};
+      classLayout_[root] = layout;
+    }
+    // Vectors follow the tiles they are linked to; a vector linked to none
+    // (say, loaded and stored back) is spread like a strip column.
+    for (auto &[root, values] : members) {
+      if (values.front()->type.shape.size() != 1)
+        continue;
+      Layout chosen;
+      for (auto &link : vectorLinks_) {
+        if (classes_.find(link.vector) != root)
+          continue;
+        Layout tile = classLayout_[classes_.find(link.tile)];
+        Layout candidate = vectorLayoutFor(tile, link.axis);
+        if (candidate.kind == LayoutKind::None)
+          return fail(values.front(), link.axis == 0 ? "column vectors of mma accumulators are not supported yet"
+                                                     : "its tile has no register layout");
+        if (chosen.kind != LayoutKind::None && !(chosen == candidate))
+          return fail(values.front(), "it is used both as a row and as a column vector");
+        chosen = candidate;
+      }
+      if (chosen.kind == LayoutKind::None)
+        chosen = {LayoutKind::StripCol, kernel_.warps, 1};
+      classLayout_[root] = chosen;
+    }
+    for (auto &[root, values] : members)
+      if (!checkShape(values.front(), classLayout_[root]))
+        return false;
+    return true;
+  }
+
+  bool checkShape(Value *v, Layout layout) {
+    const auto &shape = v->type.shape;
+    switch (layout.kind) {
+    case LayoutKind::Acc:
+      if (shape[0] % (16 * layout.warpsM) || shape[1] % (8 * layout.warpsN))
+        return fail(v, fmt::format("mma accumulator tiles need rows divisible by {} and columns by {}",
+                                   16 * layout.warpsM, 8 * layout.warpsN));
+      return true;
+    case LayoutKind::AccRow:
+      if (shape[0] % (16 * layout.warpsM))
+        return fail(v, fmt::format("row vectors of accumulators need a length divisible by {}", 16 * layout.warpsM));
+      return true;
+    case LayoutKind::Strip:
+      if (shape[0] % layout.warpsM || shape[1] % 256)
+        return fail(v, fmt::format("tiles outside mma need rows divisible by the {} warps and columns by 256",
+                                   layout.warpsM));
+      return true;
+    case LayoutKind::StripRow:
+      if (shape[0] % layout.warpsM)
+        return fail(v, fmt::format("row vectors need a length divisible by the {} warps", layout.warpsM));
+      return true;
+    case LayoutKind::StripCol:
+      if (shape[0] % 256)
+        return fail(v, "column vectors need a length divisible by 256");
+      return true;
+    default:
+      return true;
+    }
+  }
+
+  bool fail(Value *v, const std::string &why) {
+    SourceLocation loc = v->definingOp ? v->definingOp->loc : kernel_.loc;
+    diags_.report(loc, DiagId::NoLayoutForValue, v->nameHint.empty() ? "value" : v->nameHint, why);
+    return false;
+  }
+
+  void applyTypes(Block &block) {
+    auto place = [&](Value *v) {
+      if (!v->type.isTile())
+        return;
+      if (shared_.count(v))
+        v->type = v->type.withLayout(MemSpace::Shared, {LayoutKind::Swizzle, 1, 1});
+      else
+        v->type = v->type.withLayout(MemSpace::Register, classLayout_[classes_.find(v)]);
+    };
+    walk(block, [&](Op &op) {
+      for (auto &r : op.results)
+        place(r.get());
+      if (op.body)
+        for (auto &a : op.body->args)
+          place(a.get());
+    });
+  }
+
+  /// mma A operands in registers must be in the A-fragment layout; shared A
+  /// operands read inside a deeper loop than their load are loaded into
+  /// registers once, right after the load.
+  bool insertOperandConversions(Block &block) {
+    Layout operandA{LayoutKind::OperandA, warpsM_, warpsN_};
+    std::map<Value *, Value *> hoisted;
+    std::vector<Op *> mmas;
+    walk(block, [&](Op &op) {
+      if (op.kind == OpKind::Mma)
+        mmas.push_back(&op);
+    });
+    for (Op *mma : mmas) {
+      Value *a = mma->operands[0];
+      if (a->type.isShared()) {
+        Op *load = a->definingOp;
+        if (!load || loopDepth(*load) >= loopDepth(*mma))
+          continue;
+        // Registers are worth it only while they leave room for the
+        // accumulators: past that, reading shared memory each time is cheaper
+        // than spilling.
+        Type fragments = a->type.withLayout(MemSpace::Register, operandA);
+        int64_t perThread = fragments.shape[0] / operandA.warpsM / 16 * (fragments.shape[1] / 16) * 4;
+        if (perThread > kMaxHoistedOperandRegisters)
+          continue;
+        Value *&converted = hoisted[a];
+        if (!converted) {
+          Block &home = *load->parent;
+          auto after = std::next(findOp(home, load));
+          Builder builder(home, after);
+          builder.setLoc(load->loc);
+          converted = builder.value(OpKind::Convert, {a}, a->type.withLayout(MemSpace::Register, operandA));
+          converted->nameHint = a->nameHint;
+        }
+        mma->operands[0] = converted;
+        continue;
+      }
+      if (a->type.layout.kind == LayoutKind::OperandA)
+        continue;
+      if (a->type.layout.kind != LayoutKind::Acc)
+        return fail(a, "an mma A operand in registers must come from an mma accumulator or a load");
+      Builder builder(*mma->parent, findOp(*mma->parent, mma));
+      builder.setLoc(mma->loc);
+      Value *converted = builder.value(OpKind::Convert, {a}, a->type.withLayout(MemSpace::Register, operandA));
+      converted->nameHint = a->nameHint;
+      mma->operands[0] = converted;
+    }
+    for (Op *mma : mmas)
+      if (!mma->operands[1]->type.isShared())
+        return fail(mma->operands[1], "the B operand of mma must be loaded from a global tensor");
+    return true;
+  }
+
+  static std::list<std::unique_ptr<Op>>::iterator findOp(Block &block, Op *op) {
+    for (auto it = block.ops.begin(); it != block.ops.end(); ++it)
+      if (it->get() == op)
+        return it;
+    return block.ops.end();
+  }
+
+  struct VectorLink {
+    Value *vector;
+    Value *tile;
+    int axis; ///< 1: one element per row of the tile; 0: per column
+  };
+
+  Kernel &kernel_;
+  const Target &target_;
+  DiagnosticEngine &diags_;
+  std::map<Value *, std::vector<std::pair<Op *, unsigned>>> uses_;
+  std::set<Value *> shared_;
+  std::set<Value *> accumulators_;
+  ValueClasses classes_;
+  std::vector<VectorLink> vectorLinks_;
+  std::map<Value *, Layout> classLayout_;
+  int warpsM_ = 1, warpsN_ = 1;
+};
+
+class LayoutPass : public Pass {
+public:
+  const char *name() const override { return "layout"; }
+  const char *description() const override {
+    return "place tiles in registers or shared memory and choose their layouts";
+  }
+  bool run(Module &module, const Target &target, DiagnosticEngine &diags) override {
+    for (auto &kernel : module.kernels)
+      if (!LayoutAssigner(*kernel, target, diags).run())
+        return false;
+    return true;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createLayoutPass() { return std::make_unique<LayoutPass>(); }
+
+} // namespace tkc

@@ -1,0 +1,53 @@
+#include "passes/Pass.h"
+
+#include <functional>
+#include <utility>
+
+namespace tkc {
+
+std::unique_ptr<Pass> createFoldPass();
+std::unique_ptr<Pass> createLayoutPass();
+std::unique_ptr<Pass> createTailPass();
+std::unique_ptr<Pass> createPipelinePass();
+std::unique_ptr<Pass> createSmemPlanPass();
+std::unique_ptr<Pass> createBarriersPass();
+
+namespace {
+using Factory = std::unique_ptr<Pass> (*)();
+// The default pipeline, in order.
+constexpr std::pair<const char *, Factory> kPasses[] = {
+    {"fold", createFoldPass},           {"layout", createLayoutPass},
+    {"tail", createTailPass},           {"pipeline", createPipelinePass},
+    {"smem-plan", createSmemPlanPass},  {"barriers", createBarriersPass},
+};
+} // namespace
+
+const Target *Target::lookup(const std::string &name) {
+  // 227 KiB is the opt-in shared memory per block on sm_90; 163 KiB on sm_80.
+  static const Target sm80{"sm_80", 80, 163 * 1024, 32};
+  static const Target sm90a{"sm_90a", 90, 227 * 1024, 32};
+  if (name == "sm_80")
+    return &sm80;
+  if (name == "sm_90a")
+    return &sm90a;
+  return nullptr;
+}
+
+std::vector<std::unique_ptr<Pass>> createPipeline() {
+  // tail runs before layout so that the masks it inserts get layouts like
+  // any other elementwise op; fold runs again after pipelining to drop the
+  // address arithmetic that the asynchronous copies replaced.
+  std::vector<std::unique_ptr<Pass>> passes;
+  for (const char *name : {"fold", "tail", "layout", "pipeline", "fold", "smem-plan", "barriers"})
+    passes.push_back(createPass(name));
+  return passes;
+}
+
+std::unique_ptr<Pass> createPass(const std::string &name) {
+  for (auto &[passName, factory] : kPasses)
+    if (name == passName && factory)
+      return factory();
+  return nullptr;
+}
+
+} // namespace tkc

@@ -1,0 +1,59 @@
+#pragma once
+// Small queries and edits on the tile IR that several passes share.
+#include "ir/IR.h"
+
+#include <list>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace tkc::passes {
+
+using OpIterator = std::list<std::unique_ptr<ir::Op>>::iterator;
+
+/// True for ops that must stay even when nothing uses their results: stores,
+/// asynchronous copies, barriers, terminators, and loops that contain any of
+/// these.
+bool hasSideEffects(const ir::Op &op);
+
+/// Number of operand slots that refer to each value, counted over `block`
+/// and every nested body.
+using UseCounts = std::unordered_map<const ir::Value *, int>;
+UseCounts countUses(ir::Block &block);
+
+/// The `value` attribute of a `const` op defining `v`, if any.
+std::optional<ir::Attr> constantOf(const ir::Value *v);
+/// The `value` attribute of a `fill` op defining `v`, if any.
+std::optional<ir::Attr> fillValueOf(const ir::Value *v);
+/// An integer or float attribute read as a number.
+double attrAsDouble(const ir::Attr &attr);
+bool attrIsZero(const ir::Attr &attr);
+
+/// Where `op` sits in its parent block (for inserting before it or erasing it).
+OpIterator positionOf(ir::Op &op);
+/// Removes `op` from its block. Its results must be unused.
+void eraseOp(ir::Op &op);
+
+/// The buffer a shared-memory value belongs to: `stage_view` results alias
+/// the buffer they view; anything else is its own buffer.
+ir::Value *sharedRoot(ir::Value *value);
+
+/// Bytes a shared-memory tile occupies: one slot per pipeline stage.
+int64_t sharedBufferBytes(const ir::Type &type);
+
+/// True if `op` is nested (at any depth) inside the body of `loop`.
+bool isInside(const ir::Op &op, const ir::Op &loop);
+
+/// The integer held by a `const` op defining `v`, if any.
+std::optional<int64_t> constantIntOf(const ir::Value *v);
+
+/// Calls `fn(block)` on the kernel's launch and body blocks.
+template <typename Fn> void forEachKernelBlock(ir::Module &module, Fn &&fn) {
+  for (auto &kernel : module.kernels) {
+    fn(*kernel, kernel->launch);
+    fn(*kernel, kernel->body);
+  }
+}
+
+} // namespace tkc::passes

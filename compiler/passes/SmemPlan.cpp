@@ -1,0 +1,161 @@
+// smem-plan: gives every shared-memory buffer its byte offset in the kernel's
+// dynamic shared memory. Buffers whose lifetimes do not overlap share bytes.
+#include "passes/Pass.h"
+#include "passes/PassUtils.h"
+
+#include <algorithm>
+#include <map>
+
+namespace tkc {
+namespace {
+
+using namespace ir;
+using namespace passes;
+
+/// 128 bytes keeps every buffer aligned for 16-byte vector accesses and the
+/// swizzle pattern, which repeats every 8 rows of 16 bytes.
+constexpr int64_t kAlignment = 128;
+
+int64_t alignUp(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+bool definesSharedBuffer(const Op &op) {
+  bool sharedResult = op.results.size() == 1 && op.result()->type.isShared();
+  return op.kind == OpKind::SmemAlloc || (sharedResult && (op.kind == OpKind::Load || op.kind == OpKind::Convert));
+}
+
+struct Buffer {
+  Op *definer = nullptr;
+  int64_t bytes = 0;
+  // Live range in the linear order of ops, both ends inclusive.
+  size_t start = 0;
+  size_t end = 0;
+  bool receivesAsyncCopies = false;
+  int64_t offset = 0;
+};
+
+/// Numbers the ops in program order, nested bodies inline, and computes the
+/// live range of every buffer.
+class LivenessBuilder {
+public:
+  std::vector<Buffer> run(Block &body) {
+    number(body);
+    for (Op *op : order_)
+      for (Value *operand : op->operands)
+        if (operand->type.isShared())
+          recordUse(*op, sharedRoot(operand));
+    extendOverInFlightCopies();
+    std::vector<Buffer> buffers;
+    for (Op *op : order_)
+      if (definesSharedBuffer(*op))
+        buffers.push_back(buffers_.at(op->result()));
+    return buffers;
+  }
+
+private:
+  void number(Block &block) {
+    for (auto &op : block.ops) {
+      index_[op.get()] = order_.size();
+      order_.push_back(op.get());
+      if (definesSharedBuffer(*op)) {
+        size_t at = index_[op.get()];
+        buffers_[op->result()] = {op.get(), sharedBufferBytes(op->result()->type), at, at};
+      }
+      if (op->body) {
+        number(*op->body);
+        loopEnd_[op.get()] = order_.size() - 1;
+      }
+    }
+  }
+
+  void recordUse(Op &user, Value *root) {
+    auto it = buffers_.find(root);
+    if (it == buffers_.end())
+      return;
+    Buffer &buffer = it->second;
+    size_t end = index_[&user];
+    // A use inside a loop that the buffer was defined outside of happens on
+    // every iteration: the buffer must survive the whole loop.
+    for (Block *block = user.parent; block->parentOp; block = block->parentOp->parent) {
+      Op *loop = block->parentOp;
+      if (!isInside(*buffer.definer, *loop))
+        end = std::max(end, loopEnd_[loop]);
+    }
+    buffer.end = std::max(buffer.end, end);
+    if (user.kind == OpKind::AsyncLoad && sharedRoot(user.operands[0]) == root)
+      buffer.receivesAsyncCopies = true;
+  }
+
+  /// An async copy may still land (predicated-off copies write zeros) after
+  /// the last op that names its buffer, until an `async_wait {pending = 0}`
+  /// drains every copy; until then the bytes stay reserved.
+  void extendOverInFlightCopies() {
+    for (auto &[root, buffer] : buffers_) {
+      if (!buffer.receivesAsyncCopies)
+        continue;
+      size_t drained = order_.size() - 1;
+      for (size_t i = buffer.end + 1; i < order_.size(); ++i)
+        if (order_[i]->kind == OpKind::AsyncWait && order_[i]->intAttr("pending") == 0) {
+          drained = i;
+          break;
+        }
+      buffer.end = drained;
+    }
+  }
+
+  std::vector<Op *> order_;
+  std::map<const Op *, size_t> index_;
+  std::map<const Op *, size_t> loopEnd_;
+  std::map<const Value *, Buffer> buffers_;
+};
+
+bool overlapInTime(const Buffer &a, const Buffer &b) { return a.start <= b.end && b.start <= a.end; }
+
+/// First fit, in order of definition: the lowest aligned offset that does
+/// not collide with a buffer already placed and live at the same time.
+int64_t placeBuffers(std::vector<Buffer> &buffers) {
+  int64_t peak = 0;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    std::vector<std::pair<int64_t, int64_t>> taken; // [begin, end) in bytes
+    for (size_t j = 0; j < i; ++j)
+      if (overlapInTime(buffers[i], buffers[j]))
+        taken.emplace_back(buffers[j].offset, buffers[j].offset + buffers[j].bytes);
+    std::sort(taken.begin(), taken.end());
+    int64_t candidate = 0;
+    for (auto [begin, end] : taken) {
+      if (candidate + buffers[i].bytes <= begin)
+        break;
+      candidate = std::max(candidate, alignUp(end));
+    }
+    buffers[i].offset = candidate;
+    peak = std::max(peak, candidate + buffers[i].bytes);
+  }
+  return peak;
+}
+
+class SmemPlanPass : public Pass {
+public:
+  const char *name() const override { return "smem-plan"; }
+  const char *description() const override {
+    return "assign shared-memory offsets, sharing bytes between buffers with disjoint lifetimes";
+  }
+  bool run(Module &module, const Target &target, DiagnosticEngine &diags) override {
+    bool ok = true;
+    for (auto &kernel : module.kernels) {
+      std::vector<Buffer> buffers = LivenessBuilder().run(kernel->body);
+      int64_t peak = placeBuffers(buffers);
+      for (Buffer &buffer : buffers)
+        buffer.definer->attrs["offset"] = Attr(buffer.offset);
+      if (peak > target.sharedMemoryBytes) {
+        diags.report(kernel->loc, DiagId::SharedMemoryExceeded, peak, target.sharedMemoryBytes);
+        ok = false;
+      }
+    }
+    return ok;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createSmemPlanPass() { return std::make_unique<SmemPlanPass>(); }
+
+} // namespace tkc

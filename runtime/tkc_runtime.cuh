@@ -1,0 +1,115 @@
+// tkc runtime: thin, named wrappers over the PTX instructions that generated
+// kernels use. No loops, layouts or schedules live here: the compiler emits
+// those. Requires sm_80 or newer.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#define TKC_UNROLL _Pragma("unroll")
+
+namespace tkc {
+
+using bf16 = __nv_bfloat16;
+using f16 = __half;
+
+// --- addresses ----------------------------------------------------------------
+
+/// The 32-bit shared-state-space address of a generic pointer into shared memory.
+__device__ __forceinline__ uint32_t smem_address(const void *ptr) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+}
+
+// --- asynchronous global -> shared copies (cp.async) ----------------------------
+
+/// Copies 16 bytes; reads only `src_bytes` of them (0..16) and zero-fills the rest.
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void *src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int Pending> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+}
+
+// --- shared -> register matrix loads (ldmatrix) ---------------------------------
+
+// Each lane passes the address of one 16-byte row; x4 loads four 8x8
+// matrices (rows from lanes 0-7, 8-15, 16-23, 24-31), x2 two (lanes 0-15).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3,
+                                                  uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void ldmatrix_x2(uint32_t &r0, uint32_t &r1, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+
+__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t &r0, uint32_t &r1, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+
+// --- tensor-core multiply-accumulate (mma.sync m16n8k16) ------------------------
+
+/// d += a * b with bf16 operands and f32 accumulators.
+__device__ __forceinline__ void mma_bf16_16816(float &d0, float &d1, float &d2, float &d3, uint32_t a0, uint32_t a1,
+                                               uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/// d += a * b with f16 operands and f32 accumulators.
+__device__ __forceinline__ void mma_f16_16816(float &d0, float &d1, float &d2, float &d3, uint32_t a0, uint32_t a1,
+                                              uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// --- small value helpers --------------------------------------------------------
+
+/// Two floats as one register of two bf16 (low half first).
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t *>(&v);
+}
+
+__device__ __forceinline__ uint32_t pack_f16(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t *>(&v);
+}
+
+/// 2^x with the hardware approximation (ex2.approx): what softmax needs.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/// Two 16-bit values as one register (low half first).
+template <typename T> __device__ __forceinline__ uint32_t pack2(T lo, T hi) {
+  return static_cast<uint32_t>(*reinterpret_cast<uint16_t *>(&lo)) |
+         (static_cast<uint32_t>(*reinterpret_cast<uint16_t *>(&hi)) << 16);
+}
+
+// --- global memory, 16 bytes at a time -------------------------------------------
+
+__device__ __forceinline__ uint4 load_global_16(const void *ptr) { return *reinterpret_cast<const uint4 *>(ptr); }
+__device__ __forceinline__ void store_global_16(void *ptr, uint4 v) { *reinterpret_cast<uint4 *>(ptr) = v; }
+
+__device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+
+} // namespace tkc

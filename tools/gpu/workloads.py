@@ -1,0 +1,316 @@
+"""The kernels the GPU harness checks and benchmarks, one class each.
+
+A workload names its launcher (`tkc_<name>`), the generated file stem
+(`<stem>.<target>.cu`), its tensor parameters in launcher order, its non-dim
+constants, the sizes to check and to benchmark, a float64 reference, the
+peers to race, and the work per call (FLOPs or bytes). Adding a kernel means
+adding a class here and listing it in WORKLOADS.
+
+Sizes are plain dicts. torch is imported only inside methods.
+"""
+
+import math
+from pathlib import Path
+
+DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4}
+
+
+def torch_dtype(name):
+    import torch
+    return {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[name]
+
+
+def numel(shape):
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+class Param:
+    def __init__(self, name, dtype, output=False):
+        self.name, self.dtype, self.output = name, dtype, output
+
+
+class Workload:
+    name = ""            # launcher: tkc_<name>
+    stem = ""            # generated file: <stem>.<target>.cu
+    params = []          # [Param] in launcher order
+    const_names = []     # non-dim `where` constants, in declaration order
+    main_output = ""     # output compared against peers in the benchmark
+    peer_names = []      # the keys of peers(), for listings without torch
+    unit = "TFLOP/s"     # "TFLOP/s" (work = FLOPs) or "GB/s" (work = bytes)
+    tolerances = {}      # output name -> max relative error (norm-wise)
+    check_sizes = []
+    bench_sizes = []
+    quick_sizes = []
+    argcheck_size = {}
+    # (label, size, {param: shape override}, expected status)
+    extra_arg_cases = []
+    source = None        # a fixed .cu (selftest) instead of <gpu_dir>/<stem>.<target>.cu
+
+    def shapes(self, size):
+        raise NotImplementedError
+
+    def consts(self, size):
+        return [int(size[c]) for c in self.const_names]
+
+    def label(self, size):
+        return "x".join(str(v) for v in size.values())
+
+    def reference(self, inputs, size):
+        """{output name: float64 tensor} from the (low-precision) inputs."""
+        raise NotImplementedError
+
+    def peers(self, size):
+        """{peer name: callable(inputs dict) -> main output tensor}."""
+        return {}
+
+    def work(self, size):
+        raise NotImplementedError
+
+    def plot_group(self, size):
+        return self.name
+
+    def plot_x(self, size):
+        return 0
+
+    plot_xlabel = "size"
+
+    def bytes_per_set(self, size):
+        sh = self.shapes(size)
+        return sum(numel(sh[p.name]) * DTYPE_BYTES[p.dtype] for p in self.params)
+
+    def make_inputs(self, size, device="cuda"):
+        import torch
+        sh = self.shapes(size)
+        return {p.name: torch.randn(sh[p.name], device=device, dtype=torch_dtype(p.dtype))
+                for p in self.params if not p.output}
+
+    def make_outputs(self, size, device="cuda"):
+        import torch
+        sh = self.shapes(size)
+        return {p.name: torch.full(sh[p.name], float("nan"), device=device, dtype=torch_dtype(p.dtype))
+                for p in self.params if p.output}
+
+
+# --- gemm -------------------------------------------------------------------------
+
+
+class Gemm(Workload):
+    name = "gemm"
+    stem = "gemm"
+    params = [Param("A", "bf16"), Param("B", "bf16"), Param("C", "bf16", output=True)]
+    main_output = "C"
+    peer_names = ["cuBLAS"]
+    tolerances = {"C": 1e-2}
+    check_sizes = [dict(M=m, N=n, K=k) for m, n, k in
+                   [(128, 128, 128), (1000, 1000, 1000), (2048, 2048, 2048), (4000, 4000, 4000), (257, 520, 136)]]
+    bench_sizes = [dict(M=s, N=s, K=s) for s in (2048, 4096, 8192)]
+    quick_sizes = [dict(M=s, N=s, K=s) for s in (4096, 8192)]
+    argcheck_size = dict(M=128, N=128, K=128)
+    extra_arg_cases = [("inconsistent K", dict(M=128, N=128, K=128), {"B": (136, 128)}, 2)]
+    plot_xlabel = "M = N = K"
+
+    def shapes(self, s):
+        return {"A": (s["M"], s["K"]), "B": (s["K"], s["N"]), "C": (s["M"], s["N"])}
+
+    def label(self, s):
+        return f"{s['M']}x{s['N']}x{s['K']}"
+
+    def reference(self, inp, s):
+        return {"C": inp["A"].double() @ inp["B"].double()}
+
+    def peers(self, s):
+        import torch
+        return {"cuBLAS": lambda inp: torch.matmul(inp["A"], inp["B"])}
+
+    def work(self, s):
+        return 2.0 * s["M"] * s["N"] * s["K"]
+
+    def plot_x(self, s):
+        return s["M"]
+
+
+# --- attention forward ----------------------------------------------------------------
+
+
+def _attn_sizes(ns, ds=(64, 128), causals=(0, 1), tokens=16384, hd=2048):
+    return [dict(B=tokens // n, H=hd // d, N=n, D=d, causal=c) for d in ds for c in causals for n in ns]
+
+
+class AttnFwd(Workload):
+    name = "attn_fwd"
+    stem = "attention_fwd"
+    params = [Param("Q", "bf16"), Param("K", "bf16"), Param("V", "bf16"),
+              Param("O", "bf16", output=True), Param("L", "f32", output=True)]
+    const_names = ["causal"]
+    main_output = "O"
+    peer_names = ["cuDNN", "flash"]
+    tolerances = {"O": 1e-2, "L": 1e-3}
+    check_sizes = [dict(B=2, H=3, N=n, D=d, causal=c) for d in (64, 128) for c in (0, 1) for n in (128, 1000, 1024, 4000)]
+    bench_sizes = _attn_sizes((1024, 2048, 4096, 8192, 16384))
+    quick_sizes = _attn_sizes((4096,))
+    argcheck_size = dict(B=1, H=2, N=128, D=64, causal=0)
+    extra_arg_cases = [("unsupported D=96", dict(B=1, H=2, N=128, D=96, causal=0), {}, 5),
+                       ("K with other N", dict(B=1, H=2, N=128, D=64, causal=0), {"K": (1, 2, 136, 64)}, 2)]
+    plot_xlabel = "N (B*N = 16384, H*D = 2048)"
+
+    def shapes(self, s):
+        b, h, n, d = s["B"], s["H"], s["N"], s["D"]
+        return {"Q": (b, h, n, d), "K": (b, h, n, d), "V": (b, h, n, d), "O": (b, h, n, d), "L": (b, h, n)}
+
+    def label(self, s):
+        return f"B{s['B']} H{s['H']} N{s['N']} D{s['D']} {'causal' if s['causal'] else 'full'}"
+
+    def reference(self, inp, s):
+        import torch
+        q, k, v = (inp[x].double() for x in "QKV")
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(s["D"])
+        if s["causal"]:
+            n = s["N"]
+            mask = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
+            scores = scores.masked_fill(mask, float("-inf"))
+        lse = torch.logsumexp(scores, dim=-1)
+        p = torch.exp(scores - lse.unsqueeze(-1))
+        return {"O": p @ v, "L": lse}
+
+    def peers(self, s):
+        import torch
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        causal = bool(s["causal"])
+
+        def peer(backend):
+            def run(inp):
+                with sdpa_kernel([backend]):
+                    return F.scaled_dot_product_attention(inp["Q"], inp["K"], inp["V"], is_causal=causal)
+            return run
+
+        return {"cuDNN": peer(SDPBackend.CUDNN_ATTENTION), "flash": peer(SDPBackend.FLASH_ATTENTION)}
+
+    def work(self, s):
+        f = 4.0 * s["B"] * s["H"] * s["N"] * s["N"] * s["D"]
+        return f / 2 if s["causal"] else f
+
+    def plot_group(self, s):
+        return f"attn_fwd D={s['D']} {'causal' if s['causal'] else 'full'}"
+
+    def plot_x(self, s):
+        return s["N"]
+
+
+# --- layernorm --------------------------------------------------------------------------
+
+
+class LayerNorm(Workload):
+    name = "layernorm"
+    stem = "layernorm"
+    params = [Param("X", "bf16"), Param("W", "bf16"), Param("Bias", "bf16"), Param("Y", "bf16", output=True)]
+    main_output = "Y"
+    peer_names = ["torch"]
+    unit = "GB/s"
+    eps = 1e-5
+    tolerances = {"Y": 1e-2}
+    check_sizes = [dict(R=r, D=d) for d in (1024, 2048, 4096) for r in (4, 1000, 4099)]
+    bench_sizes = [dict(R=65536, D=d) for d in (1024, 2048, 4096)]
+    quick_sizes = [dict(R=65536, D=d) for d in (1024, 4096)]
+    argcheck_size = dict(R=4, D=1024)
+    extra_arg_cases = [("unsupported D=512", dict(R=4, D=512), {}, 5),
+                       ("W with other D", dict(R=4, D=1024), {"W": (1032,)}, 2)]
+    plot_xlabel = "D (R = 65536)"
+
+    def shapes(self, s):
+        r, d = s["R"], s["D"]
+        return {"X": (r, d), "W": (d,), "Bias": (d,), "Y": (r, d)}
+
+    def label(self, s):
+        return f"R{s['R']} D{s['D']}"
+
+    def reference(self, inp, s):
+        x = inp["X"].double()
+        mean = x.mean(dim=-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+        y = (x - mean) / (var + self.eps).sqrt()
+        return {"Y": y * inp["W"].double() + inp["Bias"].double()}
+
+    def peers(self, s):
+        import torch.nn.functional as F
+        d, eps = s["D"], self.eps
+        return {"torch": lambda inp: F.layer_norm(inp["X"], (d,), inp["W"], inp["Bias"], eps)}
+
+    def work(self, s):
+        return 2.0 * (2 * s["R"] * s["D"] + 2 * s["D"])  # read X + write Y + W + Bias, bf16
+
+    def plot_x(self, s):
+        return s["D"]
+
+
+# --- the harness's own smoke test (tools/gpu/selftest_abi.cu) -------------------------------
+
+
+class SelftestAxpy(Workload):
+    name = "axpy"
+    stem = "selftest_abi"
+    source = Path(__file__).resolve().parent / "selftest_abi.cu"
+    params = [Param("x", "f32"), Param("y", "f32"), Param("out", "f32", output=True)]
+    const_names = ["alpha"]
+    main_output = "out"
+    peer_names = ["torch"]
+    unit = "GB/s"
+    tolerances = {"out": 1e-6}
+    check_sizes = [dict(n=n, alpha=a) for n, a in [(1, 3), (1000, -2), (4096, 5), ((1 << 20) + 3, 7)]]
+    bench_sizes = [dict(n=1 << 26, alpha=3)]
+    quick_sizes = bench_sizes
+    argcheck_size = dict(n=1024, alpha=2)
+    extra_arg_cases = [("y with other n", dict(n=1024, alpha=2), {"y": (1028,)}, 2)]
+    plot_xlabel = "n"
+
+    def shapes(self, s):
+        return {"x": (s["n"],), "y": (s["n"],), "out": (s["n"],)}
+
+    def label(self, s):
+        return f"n{s['n']} alpha{s['alpha']}"
+
+    def reference(self, inp, s):
+        return {"out": s["alpha"] * inp["x"].double() + inp["y"].double()}
+
+    def peers(self, s):
+        import torch
+        a = s["alpha"]
+        return {"torch": lambda inp: torch.add(inp["y"], inp["x"], alpha=a)}
+
+    def work(self, s):
+        return 3.0 * 4 * s["n"]
+
+    def plot_x(self, s):
+        return s["n"]
+
+
+WORKLOADS = [Gemm(), AttnFwd(), LayerNorm()]
+SELFTEST = SelftestAxpy()
+BY_NAME = {w.name: w for w in WORKLOADS + [SELFTEST]}
+ALIASES = {"selftest": "axpy", "attention_fwd": "attn_fwd", "attn": "attn_fwd"}
+
+
+def select(only, include_selftest):
+    """Workloads named in `only` (comma list; None = all), plus the selftest when asked."""
+    if only:
+        names = [ALIASES.get(n.strip(), n.strip()) for n in only.split(",") if n.strip()]
+        unknown = [n for n in names if n not in BY_NAME]
+        if unknown:
+            raise SystemExit(f"unknown workload(s): {', '.join(unknown)} (known: {', '.join(BY_NAME)}, selftest)")
+        chosen = [BY_NAME[n] for n in names]
+    else:
+        chosen = list(WORKLOADS)
+    if include_selftest and SELFTEST not in chosen:
+        chosen = [SELFTEST] + chosen
+    return chosen
+
+
+def sources(workload, gpu_dir, targets=None):
+    """{target: .cu path} for a workload."""
+    from tkc_gpu import find_cu_files
+    if workload.source is not None:
+        return {"sm_80": workload.source}
+    return find_cu_files(gpu_dir, workload.stem, targets)

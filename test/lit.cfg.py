@@ -12,7 +12,7 @@ config.test_exec_root = os.path.join(config.tkc_obj_root, "test")
 
 tools_bin = os.path.join(config.tkc_obj_root, "tools")
 config.environment["PATH"] = os.pathsep.join(
-    [tools_bin, config.llvm_tools_dir, os.path.join(config.tkc_src_root, "tools"), config.environment.get("PATH", os.environ.get("PATH", ""))])
+    [tools_bin, os.path.join(config.tkc_obj_root, "test"), config.llvm_tools_dir, os.path.join(config.tkc_src_root, "tools"), config.environment.get("PATH", os.environ.get("PATH", ""))])
 # Diagnostics are plain text in tests, whatever the terminal.
 config.environment["NO_COLOR"] = "1"
 

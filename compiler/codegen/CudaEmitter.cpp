@@ -23,6 +23,8 @@ bool emitCuda(const Module &module, const Target &target, const std::string &sou
   writer.blank();
   writer.line("#include \"tkc_host.h\"");
   writer.line("#include \"tkc_runtime.cuh\"");
+  if (target.computeCapability >= 90)
+    writer.line("#include \"tkc_hopper.cuh\"");
   writer.blank();
 
   std::map<std::string, std::vector<LaunchVariant>> launchers;

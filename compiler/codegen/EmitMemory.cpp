@@ -213,35 +213,64 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
   int threads = kernel_.warps * 32;
   int64_t iterations = (total + threads - 1) / threads;
   int perChunk = 16 / bytes;
+  std::vector<std::string> uniform; // the same for every chunk of the tile
+  if (pred != "true")
+    uniform.push_back(pred);
+  if (!access.guard.empty())
+    uniform.push_back(access.guard);
+  std::vector<std::string> fullTile = uniform;
+  if (!access.rowBound.empty() && tile.shape.size() == 2)
+    fullTile.push_back(fmt::format("{} <= {}", rows, access.rowBound));
+  if (!access.colBound.empty())
+    fullTile.push_back(fmt::format("{} <= {}", cols, access.colBound));
+  auto conjunction = [](const std::vector<std::string> &terms) {
+    std::string text = terms.empty() ? "true" : terms[0];
+    for (size_t i = 1; i < terms.size(); ++i)
+      text += " && " + terms[i];
+    return text;
+  };
+  std::string source = tile.shape.size() == 2 ? fmt::format("src + int64_t(row) * {} + col", access.rowStride)
+                                              : std::string("src + col");
+  std::string destination =
+      fmt::format("{} + row * {} + {} * 16", dstAddr, chunksPerRow * 16,
+                  swizzledChunk("row", "piece", static_cast<int>(chunksPerRow)));
+  auto chunkLoop = [&](bool checked) {
+    out_.open(fmt::format("TKC_UNROLL for (int it = 0; it < {}; ++it)", iterations));
+    out_.line("const int chunk = threadIdx.x + it * {};", threads);
+    if (total % threads)
+      out_.line("if (chunk >= {}) break;", total);
+    out_.line("const int row = chunk / {}, piece = chunk % {}, col = piece * {};", chunksPerRow, chunksPerRow,
+              perChunk);
+    if (!checked) {
+      out_.line("tkc::cp_async_16({}, {}, 16);", destination, source);
+    } else {
+      std::vector<std::string> conditions = uniform;
+      if (!access.rowBound.empty() && tile.shape.size() == 2)
+        conditions.push_back(fmt::format("row < {}", access.rowBound));
+      if (!access.colBound.empty())
+        conditions.push_back(fmt::format("col < {}", access.colBound));
+      std::string size = access.colBound.empty()
+                             ? std::string("16")
+                             : fmt::format("min(16, ({} - col) * {})", access.colBound, bytes);
+      out_.line("const bool inside = {};", conjunction(conditions));
+      out_.line("tkc::cp_async_16({}, inside ? {} : {}, inside ? {} : 0);", destination, source, name(global), size);
+    }
+    out_.close();
+  };
   out_.open("");
   out_.line("const {} *src = {};", cType(tile.dtype), access.base);
-  out_.open(fmt::format("TKC_UNROLL for (int it = 0; it < {}; ++it)", iterations));
-  out_.line("const int chunk = threadIdx.x + it * {};", threads);
-  if (total % threads)
-    out_.line("if (chunk >= {}) break;", total);
-  out_.line("const int row = chunk / {}, piece = chunk % {}, col = piece * {};", chunksPerRow, chunksPerRow, perChunk);
-  std::vector<std::string> conditions;
-  if (pred != "true")
-    conditions.push_back(pred);
-  if (!access.guard.empty())
-    conditions.push_back(access.guard);
-  if (!access.rowBound.empty() && tile.shape.size() == 2)
-    conditions.push_back(fmt::format("row < {}", access.rowBound));
-  if (!access.colBound.empty())
-    conditions.push_back(fmt::format("col < {}", access.colBound));
-  std::string ok = conditions.empty() ? "true" : conditions[0];
-  for (size_t i = 1; i < conditions.size(); ++i)
-    ok += " && " + conditions[i];
-  std::string size = access.colBound.empty()
-                         ? std::string("16")
-                         : fmt::format("min(16, ({} - col) * {})", access.colBound, bytes);
-  out_.line("const bool inside = {};", ok);
-  std::string source = tile.shape.size() == 2 ? fmt::format("src + int64_t(row) * {} + col", access.rowStride)
-                                              : fmt::format("src + col");
-  out_.line("tkc::cp_async_16({} + row * {} + {} * 16, inside ? {} : {}, inside ? {} : 0);", dstAddr,
-            chunksPerRow * 16, swizzledChunk("row", "piece", static_cast<int>(chunksPerRow)), source, name(global),
-            size);
-  out_.close();
+  std::string full = conjunction(fullTile);
+  if (full == "true") {
+    chunkLoop(false);
+  } else {
+    // Tiles wholly inside the tensor skip the per-chunk bounds arithmetic.
+    out_.open(fmt::format("if ({})", full));
+    chunkLoop(false);
+    out_.dedent();
+    out_.open("} else");
+    chunkLoop(true);
+    out_.close();
+  }
   out_.close();
 }
 

@@ -9,6 +9,25 @@ namespace tkc::codegen {
 using namespace ir;
 
 namespace {
+/// Fragments are double-buffered only while the registers that stay live
+/// across the mma (loop-carried tiles, the accumulator) and both fragment
+/// buffers fit in this many, leaving room for addresses and temporaries.
+constexpr int kDoubleBufferRegisterBudget = 192;
+
+/// Per-thread registers of the tiles carried by the loops around `op`.
+int loopCarriedRegisters(const Op &op) {
+  int registers = 0;
+  for (const Block *block = op.parent; block && block->parentOp; block = block->parentOp->parent)
+    for (auto &result : block->parentOp->results) {
+      const Type &t = result->type;
+      if (!t.isRegister())
+        continue;
+      int elements = t.layout.kind == LayoutKind::OperandA ? operandACount(t) * 2 : fragmentOf(t).count();
+      registers += elements * dtypeBytes(t.dtype) / 4;
+    }
+  return registers;
+}
+
 int chunksPerRow(const Type &smem) { return static_cast<int>(smem.shape[1] * dtypeBytes(smem.dtype) / 16); }
 
 std::string smemRowAddress(const std::string &base, const Type &smem, const std::string &row,
@@ -50,55 +69,75 @@ bool KernelEmitter::emitMma(const Op &op) {
   std::string acc = declareName(d);
   out_.line("float {}[{}];", acc, mt * nt * 4);
   out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", mt * nt * 4, acc, name(c));
-  out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", kt));
-
-  // A fragments for this k step.
-  std::string aFrag;
-  if (a->type.isShared()) {
-    out_.line("uint32_t a_frag[{}][4];", mt);
-    out_.open(fmt::format("TKC_UNROLL for (int i = 0; i < {}; ++i)", mt));
-    std::string row = fmt::format("warp_m * {} + i * 16 + lane % 16", wm);
-    out_.line("tkc::ldmatrix_x4(a_frag[i][0], a_frag[i][1], a_frag[i][2], a_frag[i][3], {});",
-              smemRowAddress(name(a), a->type, row, "kk * 2 + lane / 16"));
-    out_.close();
-    aFrag = "a_frag[i][{}]";
-  } else if (a->type.layout.kind == LayoutKind::OperandA) {
-    aFrag = fmt::format("{}[(i * {} + kk) * 4 + {{}}]", name(a), kt);
-  } else {
+  if (!a->type.isShared() && a->type.layout.kind != LayoutKind::OperandA)
     return unsupported(op, "an mma A operand in this layout");
-  }
 
-  // B fragments: two n-tiles of 8 per ldmatrix.x4, one per x2.
-  out_.line("uint32_t b_frag[{}][2];", nt);
+  // Fragments of k step `kk` into buffer `buf`: the loads of step kk+1 are
+  // issued before the multiplies of step kk so that they overlap.
+  bool aShared = a->type.isShared();
   bool pairs = nt % 2 == 0;
-  out_.open(fmt::format("TKC_UNROLL for (int j = 0; j < {}; j += {})", nt, pairs ? 2 : 1));
-  if (!transB) {
-    // b is [K, N] row-major: rows are k, ldmatrix.trans yields column fragments.
-    std::string row = "kk * 16 + lane % 16";
-    std::string chunk = pairs ? fmt::format("warp_n * {} + j + lane / 16", wn / 8) : fmt::format("warp_n * {} + j", wn / 8);
-    std::string addr = smemRowAddress(name(b), b->type, row, chunk);
+  auto loadFragments = [&](const std::string &kk, const std::string &buf) {
+    if (aShared) {
+      out_.open(fmt::format("TKC_UNROLL for (int i = 0; i < {}; ++i)", mt));
+      std::string row = fmt::format("warp_m * {} + i * 16 + lane % 16", wm);
+      out_.line("tkc::ldmatrix_x4(a_frag[{0}][i][0], a_frag[{0}][i][1], a_frag[{0}][i][2], a_frag[{0}][i][3], {1});", buf,
+                smemRowAddress(name(a), a->type, row, fmt::format("({}) * 2 + lane / 16", kk)));
+      out_.close();
+    }
+    out_.open(fmt::format("TKC_UNROLL for (int j = 0; j < {}; j += {})", nt, pairs ? 2 : 1));
+    std::string addr;
+    if (!transB) {
+      // b is [K, N] row-major: rows are k; ldmatrix.trans yields column fragments.
+      std::string row = fmt::format("({}) * 16 + lane % 16", kk);
+      std::string chunk = pairs ? fmt::format("warp_n * {} + j + lane / 16", wn / 8) : fmt::format("warp_n * {} + j", wn / 8);
+      addr = smemRowAddress(name(b), b->type, row, chunk);
+    } else {
+      // b is [N, K] row-major: rows are n; plain ldmatrix yields column fragments of b^T.
+      std::string row = pairs ? fmt::format("warp_n * {} + j * 8 + lane / 16 * 8 + lane % 8", wn)
+                              : fmt::format("warp_n * {} + j * 8 + lane % 8", wn);
+      addr = smemRowAddress(name(b), b->type, row, fmt::format("({}) * 2 + lane / 8 % 2", kk));
+    }
+    std::string suffix = transB ? "" : "_trans";
     if (pairs)
-      out_.line("tkc::ldmatrix_x4_trans(b_frag[j][0], b_frag[j][1], b_frag[j + 1][0], b_frag[j + 1][1], {});", addr);
+      out_.line("tkc::ldmatrix_x4{0}(b_frag[{1}][j][0], b_frag[{1}][j][1], b_frag[{1}][j + 1][0], b_frag[{1}][j + 1][1], {2});",
+                suffix, buf, addr);
     else
-      out_.line("tkc::ldmatrix_x2_trans(b_frag[j][0], b_frag[j][1], {});", addr);
-  } else {
-    // b is [N, K] row-major: rows are n, plain ldmatrix yields column fragments of b^T.
-    std::string row = pairs ? fmt::format("warp_n * {} + j * 8 + lane / 16 * 8 + lane % 8", wn)
-                            : fmt::format("warp_n * {} + j * 8 + lane % 8", wn);
-    std::string addr = smemRowAddress(name(b), b->type, row, "kk * 2 + lane / 8 % 2");
-    if (pairs)
-      out_.line("tkc::ldmatrix_x4(b_frag[j][0], b_frag[j][1], b_frag[j + 1][0], b_frag[j + 1][1], {});", addr);
-    else
-      out_.line("tkc::ldmatrix_x2(b_frag[j][0], b_frag[j][1], {});", addr);
-  }
-  out_.close();
+      out_.line("tkc::ldmatrix_x2{0}(b_frag[{1}][j][0], b_frag[{1}][j][1], {2});", suffix, buf, addr);
+    out_.close();
+  };
 
+  out_.open("");
+  // Double buffering costs a second set of fragment registers: only while
+  // they are few enough to leave the accumulators in registers.
+  int fragmentRegisters = nt * 2 + (aShared ? mt * 4 : 0);
+  int live = loopCarriedRegisters(op);
+  bool accumulatorIsCarried = c->ownerBlock && c->ownerBlock->parentOp && c->ownerBlock->parentOp->kind == OpKind::For;
+  if (!accumulatorIsCarried)
+    live += mt * nt * 4;
+  bool doubleBuffer = kt > 1 && live + 2 * fragmentRegisters <= kDoubleBufferRegisterBudget;
+  int buffers = doubleBuffer ? 2 : 1;
+  if (aShared)
+    out_.line("uint32_t a_frag[{}][{}][4];", buffers, mt);
+  out_.line("uint32_t b_frag[{}][{}][2];", buffers, nt);
+  if (doubleBuffer)
+    loadFragments("0", "0");
+  out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", kt));
+  if (doubleBuffer) {
+    out_.open(fmt::format("if (kk + 1 < {})", kt));
+    loadFragments("kk + 1", "(kk + 1) % 2");
+    out_.close();
+  } else {
+    loadFragments("kk", "0");
+  }
+  std::string slot = doubleBuffer ? "kk % 2" : "0";
+  std::string aFrag = aShared ? fmt::format("a_frag[{}][i][{{}}]", slot) : fmt::format("{}[(i * {} + kk) * 4 + {{}}]", name(a), kt);
   out_.open(fmt::format("TKC_UNROLL for (int i = 0; i < {}; ++i)", mt));
   out_.open(fmt::format("TKC_UNROLL for (int j = 0; j < {}; ++j)", nt));
   out_.line("float *dd = &{}[(i * {} + j) * 4];", acc, nt);
-  out_.line("{}(dd[0], dd[1], dd[2], dd[3], {}, {}, {}, {}, b_frag[j][0], b_frag[j][1]);", instruction,
+  out_.line("{}(dd[0], dd[1], dd[2], dd[3], {}, {}, {}, {}, b_frag[{}][j][0], b_frag[{}][j][1]);", instruction,
             fmt::format(fmt::runtime(aFrag), 0), fmt::format(fmt::runtime(aFrag), 1),
-            fmt::format(fmt::runtime(aFrag), 2), fmt::format(fmt::runtime(aFrag), 3));
+            fmt::format(fmt::runtime(aFrag), 2), fmt::format(fmt::runtime(aFrag), 3), slot, slot);
+  out_.close();
   out_.close();
   out_.close();
   out_.close();

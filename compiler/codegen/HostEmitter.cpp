@@ -1,4 +1,5 @@
 #include "codegen/HostEmitter.h"
+#include "codegen/KernelEmitter.h"
 
 #include <map>
 #include <set>
@@ -56,6 +57,100 @@ std::string hostExpr(const Op &op, const std::map<const Value *, std::string> &n
   case OpKind::Select: return fmt::format("{} ? {} : {}", a(0), a(1), a(2));
   default: return "0";
   }
+}
+
+// --- sm_90a launches: tensor maps and persistent grids ------------------------
+
+/// The launch of a kernel that reads through bulk tensor copies: it builds
+/// one tensor map per copied tensor (128-byte swizzled boxes, zero fill past
+/// the tensor's end), computes the grid from the launch block (which may ask
+/// for the number of multiprocessors) and passes the maps after the usual
+/// arguments. Emitted inside the specialisation's `if`.
+void emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const std::string &fn,
+                         const std::map<std::string, DimPosition> &symbols, CodeWriter &out) {
+  std::map<const Value *, std::string> names;
+  for (auto &arg : k.launch.args)
+    names[arg.get()] = symbols.count(arg->nameHint) ? arg->nameHint : "0LL";
+  bool needsSms = std::any_of(k.launch.ops.begin(), k.launch.ops.end(),
+                              [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::NumSms; });
+  if (needsSms) {
+    out.line("static int multiprocessors = 0;");
+    out.open("if (multiprocessors == 0)");
+    out.line("int device = 0;");
+    out.line("cudaGetDevice(&device);");
+    out.line("cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);");
+    out.line("if (multiprocessors <= 0) multiprocessors = 1;");
+    out.close();
+  }
+  int temp = 0;
+  std::vector<std::string> grid{"1", "1", "1"};
+  for (auto &op : k.launch.ops) {
+    if (op->kind == OpKind::Const)
+      continue;
+    if (op->kind == OpKind::Grid) {
+      for (size_t i = 0; i < 3 && i < op->operands.size(); ++i)
+        grid[i] = hostScalar(op->operands[i], names);
+      continue;
+    }
+    std::string n = fmt::format("g{}", temp++);
+    std::string expr = op->kind == OpKind::NumSms ? std::string("(long long)multiprocessors") : hostExpr(*op, names);
+    out.line("const long long {} = {};", n, expr);
+    names[op->result()] = n;
+  }
+  out.line("const dim3 grid{{unsigned({}), unsigned({}), unsigned({})}};", grid[0], grid[1], grid[2]);
+  out.line("if (grid.x == 0 || grid.y == 0 || grid.z == 0) return TKC_OK; // nothing to do");
+
+  // Tensor maps: dims of zero (an empty K) still need a valid map; no copy
+  // reads it then.
+  std::vector<std::string> mapArgs;
+  for (const TensorMapUse &use : tensorMapsOf(k)) {
+    const std::string &n = use.global->nameHint;
+    const char *type = use.global->type.dtype == DType::BF16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
+                                                             : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+    int bytes = use.global->type.dtype == DType::F32 ? 4 : 2;
+    out.line("CUtensorMap {}_tmap;", n);
+    out.line("if (tkc_make_tensor_map_2d(&{0}_tmap, {0}->data, {1}, std::max<int64_t>({0}->sizes[0], 1), "
+             "std::max<int64_t>({0}->sizes[1], 1), std::max<int64_t>({0}->strides[0], 1) * {2}, {3}, {4}) != 0)",
+             n, type, bytes, use.boxRows, use.boxCols);
+    out.line("  return {}_fail(TKC_ERROR_LAUNCH, \"could not encode the tensor map of {}\");", fn, n);
+    mapArgs.push_back(n + "_tmap");
+  }
+  if (variant.sharedBytes > 48 * 1024) {
+    out.line("static bool configured = false;");
+    out.open("if (!configured)");
+    out.line("cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, {});", variant.functionName,
+             variant.sharedBytes);
+    out.line("configured = true;");
+    out.close();
+  }
+  std::vector<std::string> args;
+  for (auto &arg : k.body.args) {
+    if (arg->type.isGlobal()) {
+      const std::string &n = arg->nameHint;
+      args.push_back(fmt::format("static_cast<{}{} *>({}->data)", arg->type.isOutput ? "" : "const ",
+                                 elementCType(arg->type.dtype), n));
+      for (size_t d = 0; d + 1 < arg->type.dims.size(); ++d)
+        args.push_back(fmt::format("{}->strides[{}]", n, d));
+    } else if (symbols.count(arg->nameHint)) {
+      args.push_back(fmt::format("int({})", arg->nameHint));
+    } else {
+      int64_t value = 0;
+      for (auto &[p, v] : k.specialization)
+        if (p == arg->nameHint)
+          value = v;
+      args.push_back(std::to_string(value));
+    }
+  }
+  args.insert(args.end(), mapArgs.begin(), mapArgs.end());
+  std::string argText;
+  for (size_t i = 0; i < args.size(); ++i)
+    argText += (i ? ", " : "") + args[i];
+  out.line("{}<<<grid, {}, {}, cuda_stream>>>({});", variant.functionName, k.warps * 32, variant.sharedBytes,
+           argText);
+  out.line("const cudaError_t status = cudaGetLastError();");
+  out.line("if (status != cudaSuccess) return {}_fail(TKC_ERROR_LAUNCH, \"launch failed: %s\", cudaGetErrorString(status));",
+           fn);
+  out.line("return TKC_OK;");
 }
 
 } // namespace
@@ -194,6 +289,11 @@ void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVaria
     for (size_t i = 1; i < conditions.size(); ++i)
       condition += " && " + conditions[i];
     out.open(fmt::format("if ({})", condition));
+    if (!tensorMapsOf(k).empty()) { // sm_90a: bulk tensor copies
+      emitTensorMapLaunch(k, variant, fn, symbols, out);
+      out.close();
+      continue;
+    }
     // Grid from the launch block.
     std::map<const Value *, std::string> names;
     for (auto &arg : k.launch.args)

@@ -127,9 +127,18 @@ bool KernelEmitter::emit() {
       params.push_back(fmt::format("{} {}", cType(arg->type.dtype), n));
     }
   }
+  addTensorMapParams(params); // sm_90a: tensor maps of the bulk copies
   int threads = kernel_.warps * 32;
   out_.line("// {}:{}: kernel {}", sourceName_, kernel_.loc.line, kernel_.name);
-  out_.line("__global__ void __launch_bounds__({}) {}(", threads, functionName());
+  // setmaxnreg needs a register cap at entry: one block per multiprocessor.
+  // Kernels with accumulators aim at one block per SM: their tiles are sized
+  // to fill it, the accumulators need the registers more than a second block
+  // would, and setmaxnreg needs the bound. Memory-bound kernels keep the
+  // compiler's occupancy heuristics.
+  bool hasMma = false;
+  walk(const_cast<Block &>(kernel_.body), [&](Op &op) { hasMma = hasMma || op.kind == OpKind::Mma; });
+  out_.line("__global__ void __launch_bounds__({}{}) {}(", threads, hasMma || usesWarpgroupRoles() ? ", 1" : "",
+            functionName());
   out_.indent();
   out_.indent();
   for (size_t i = 0; i < params.size(); ++i)
@@ -210,6 +219,11 @@ bool KernelEmitter::emitOp(const Op &op) {
   case OpKind::Barrier:
     out_.line("__syncthreads();");
     return true;
+  case OpKind::MbarrierInit: case OpKind::MbarrierExpectTx: case OpKind::MbarrierWait:
+  case OpKind::MbarrierArrive: case OpKind::TmaLoad: case OpKind::Wgmma: case OpKind::WgmmaFence:
+  case OpKind::WgmmaCommit: case OpKind::WgmmaWait: case OpKind::WarpgroupRole:
+  case OpKind::WarpgroupRoleEnd: case OpKind::GridSize: case OpKind::NumSms:
+    return emitHopperOp(op); // EmitHopper.cpp
   default:
     break;
   }

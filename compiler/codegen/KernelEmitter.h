@@ -21,6 +21,17 @@ struct GlobalAccess {
   std::string guard;      ///< condition on dropped dims, or ""
 };
 
+/// A tensor map a kernel takes as a `__grid_constant__` parameter: one per
+/// global tensor read by `tma_load`, with the box (rows x 128-byte panel
+/// columns) its copies use.
+struct TensorMapUse {
+  const ir::Value *global;
+  int64_t boxRows;
+  int64_t boxCols;
+};
+/// The tensor maps of a kernel, in parameter order (EmitHopper.cpp).
+std::vector<TensorMapUse> tensorMapsOf(const ir::Kernel &kernel);
+
 /// Emits the `__global__` function of one IR kernel. The methods are split
 /// over files by concern: KernelEmitter.cpp (structure, scalars, loops),
 /// EmitElementwise.cpp, EmitMemory.cpp, EmitMma.cpp.
@@ -72,6 +83,17 @@ private:
   // EmitMma.cpp
   bool emitMma(const ir::Op &op);
   void emitLoadOperandA(const ir::Value *smem, const ir::Type &regType, const std::string &dst);
+
+  // EmitHopper.cpp (sm_90a)
+  bool emitHopperOp(const ir::Op &op);
+  bool emitWgmma(const ir::Op &op);
+  bool usesWarpgroupRoles() const;
+  void addTensorMapParams(std::vector<std::string> &params);
+  std::string barrierAddress(const ir::Value *bars, const std::string &iteration);
+  void closeRoleIssuers();
+  int roleWarpgroups_ = 0;      ///< warpgroups given a role so far
+  bool roleIssuerOpen_ = false; ///< inside a role's single-thread block
+  bool alignmentChecked_ = false;
 
   const ir::Kernel &kernel_;
   const Target &target_;

@@ -108,6 +108,12 @@ size_t utf8SequenceLength(std::string_view s) {
 
 /// A character as it should appear inside backquotes in a message: printable
 /// ASCII and well-formed UTF-8 as is, anything else as \xNN escapes.
+/// A literal as quoted in a message: long ones are cut short.
+std::string literalForMessage(const std::string &text) {
+  constexpr size_t kMaxShown = 32;
+  return text.size() <= kMaxShown ? text : text.substr(0, kMaxShown) + "...";
+}
+
 std::string printableCharacter(std::string_view bytes) {
   if (bytes.size() > 1)
     return std::string(bytes);
@@ -293,14 +299,14 @@ private:
     }
     Token token = makeToken(isFloat ? TokenKind::FloatLiteral : TokenKind::IntLiteral, begin, pos_ - begin);
     if (malformed) {
-      diags_.report(token.loc, DiagId::InvalidNumber, token.text);
+      diags_.report(token.loc, DiagId::InvalidNumber, literalForMessage(token.text));
       return token;
     }
     if (isFloat) {
       errno = 0;
       double value = std::strtod(token.text.c_str(), nullptr);
       if (std::isinf(value)) {
-        diags_.report(token.loc, DiagId::InvalidNumber, token.text);
+        diags_.report(token.loc, DiagId::InvalidNumber, literalForMessage(token.text));
         value = 0;
       }
       token.floatValue = value;
@@ -316,7 +322,7 @@ private:
         }
       }
       if (overflow) {
-        diags_.report(token.loc, DiagId::InvalidNumber, token.text);
+        diags_.report(token.loc, DiagId::InvalidNumber, literalForMessage(token.text));
         value = 0;
       }
       token.intValue = value;

@@ -20,8 +20,9 @@ bool isDTypeName(const std::string &name) {
   return name == "bf16" || name == "f16" || name == "f32" || name == "i32";
 }
 
-/// Thrown-free error signalling: parse functions return null after reporting,
-/// and the statement loop resynchronises.
+/// Recursive descent over the token vector. A parse function that meets a
+/// syntax error reports it and returns null (or false); the statement loop
+/// then skips to the next statement and carries on.
 class Parser {
 public:
   Parser(const std::vector<Token> &tokens, DiagnosticEngine &diags) : tokens_(tokens), diags_(diags) {}

@@ -185,7 +185,7 @@ Type KernelChecker::checkConstantTile(const Expr &call) {
   if (tile.isInvalid())
     return tile;
   if (!isFloatElem(tile.elem) && (std::isinf(*value) || *value != std::floor(*value))) {
-    report(valueExpr.loc, DiagId::DTypeMismatch, "fill", elemTypeName(tile.elem), "f32");
+    report(valueExpr.loc, DiagId::FillValueType, elemTypeName(tile.elem), fmt::format("{}", *value));
     return Type::invalid();
   }
   facts_.fillValues[&call] = *value;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -45,6 +46,10 @@ public:
   /// to diagnostics that did not occur under all `total` of them.
   template <typename Describe>
   void flush(DiagnosticEngine &diags, const std::string &kernelName, size_t total, Describe &&describeSpecialization) {
+    // In source order; at one place, in the order of the specialisations.
+    std::stable_sort(entries_.begin(), entries_.end(), [](const Entry &a, const Entry &b) {
+      return std::tie(a.loc.line, a.loc.column) < std::tie(b.loc.line, b.loc.column);
+    });
     for (const Entry &entry : entries_) {
       emit(diags, entry);
       for (const Entry &note : entry.notes)

@@ -2,6 +2,8 @@
 #include "ir/Syntax.h"
 #include "ir/TextLexer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -117,7 +119,7 @@ private:
 
   bool reserveName(const Token &name) {
     if (!definedNames_.insert(std::string(name.text)).second)
-      return error(name, DiagId::IRRedefinedValue, "%" + std::string(name.text));
+      return error(name, DiagId::IRRedefinedValue, fmt::format("%{}", name.text));
     return true;
   }
   void bind(std::string_view name, Value *value) {
@@ -137,7 +139,7 @@ private:
       return expected("a value such as `%x`");
     auto it = visible_.find(std::string(token_.text));
     if (it == visible_.end()) {
-      std::string spelled = "%" + std::string(token_.text);
+      std::string spelled = fmt::format("%{}", token_.text);
       return closedNames_.count(std::string(token_.text))
                  ? error(token_, DiagId::IRValueOutOfScope, spelled)
                  : error(token_, DiagId::IRUndefinedValue, spelled);
@@ -167,7 +169,7 @@ private:
     if (!expectKeyword("warps", "`warps`") || !expectPunct('(') ||
         !parseInteger(kernel->warps, "the number of warps") || !expectPunct(')'))
       return nullptr;
-    if (!parseOptionalLoc(kernel->loc) || !expectPunct('{'))
+    if (!parseSpecialization(*kernel) || !parseOptionalLoc(kernel->loc) || !expectPunct('{'))
       return nullptr;
 
     if (!expectKeyword("launch", "`launch:`") || !expectPunct(':'))
@@ -187,6 +189,36 @@ private:
     if (!ok || !expectPunct('}'))
       return nullptr;
     return kernel;
+  }
+
+  /// `[from @source] [where(NAME = INT, ...)]`
+  bool parseSpecialization(Kernel &kernel) {
+    if (token_.isIdentifier("from")) {
+      advance();
+      if (!token_.is(TokenKind::KernelName) || !isIdentifier(token_.text))
+        return expected("the name of the source kernel such as `@gemm`");
+      kernel.sourceName = std::string(token_.text);
+      advance();
+    }
+    if (!token_.isIdentifier("where"))
+      return true;
+    advance();
+    if (!expectPunct('('))
+      return false;
+    for (;;) {
+      if (!token_.is(TokenKind::Identifier))
+        return expected("a compile-time parameter name");
+      std::string name(token_.text);
+      advance();
+      int64_t value = 0;
+      if (!expectPunct('=') || !parseInteger(value, "a 64-bit integer"))
+        return false;
+      kernel.specialization.emplace_back(std::move(name), value);
+      if (!token_.isPunct(','))
+        break;
+      advance();
+    }
+    return expectPunct(')');
   }
 
   /// Parameters become arguments of the body; scalar ones also of `launch`.
@@ -601,15 +633,17 @@ private:
         {"acc", LayoutKind::Acc},           {"opa", LayoutKind::OperandA},
         {"accrow", LayoutKind::AccRow},     {"strip", LayoutKind::Strip},
         {"striprow", LayoutKind::StripRow}, {"stripcol", LayoutKind::StripCol},
-        {"swizzle", LayoutKind::Swizzle},
+        {"swizzle", LayoutKind::Swizzle},   {"swizzle128", LayoutKind::Swizzle128},
+        {"mbarrier", LayoutKind::Mbarrier},
     };
     auto found = std::find_if(std::begin(kLayouts), std::end(kLayouts),
                               [&](auto &entry) { return entry.first == token_.text; });
     if (found == std::end(kLayouts))
-      return error(token_, DiagId::IRBadType, "#" + std::string(token_.text));
+      return error(token_, DiagId::IRBadType, fmt::format("#{}", token_.text));
     layout.kind = found->second;
     advance();
-    if (layout.kind == LayoutKind::Swizzle)
+    if (layout.kind == LayoutKind::Swizzle || layout.kind == LayoutKind::Swizzle128 ||
+        layout.kind == LayoutKind::Mbarrier)
       return true;
     if (!expectPunct('<') || !parseInteger(layout.warpsM, "a warp count"))
       return false;

@@ -1,6 +1,8 @@
 #include "ir/Printer.h"
 #include "ir/Syntax.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -101,15 +103,16 @@ public:
   void printKernel(const Kernel &kernel) {
     ValueNamer namer;
     namer_ = &namer;
-    out_ += "kernel @" + kernel.name + "(";
+    out_ += fmt::format("kernel @{}(", kernel.name);
     for (size_t i = 0; i < kernel.body.args.size(); ++i) {
       const Value *param = kernel.body.args[i].get();
       namer.nameParameter(param);
-      out_ += (i ? ", %" : "%") + param->nameHint + ": " + param->type.str();
+      out_ += fmt::format("{}%{}: {}", i ? ", " : "", param->nameHint, param->type.str());
     }
     for (auto &arg : kernel.launch.args)
       namer.aliasParameter(arg.get());
     out_ += ") warps(" + std::to_string(kernel.warps) + ")";
+    printSpecialization(kernel);
     printLoc(kernel.loc);
     out_ += " {\nlaunch:\n";
     printOps(kernel.launch, 1);
@@ -120,6 +123,19 @@ public:
   }
 
 private:
+  /// ` from @source where(D = 64)`: the source kernel this one specialises.
+  void printSpecialization(const Kernel &kernel) {
+    if (!kernel.sourceName.empty() && kernel.sourceName != kernel.name)
+      out_ += fmt::format(" from @{}", kernel.sourceName);
+    if (kernel.specialization.empty())
+      return;
+    out_ += " where(";
+    for (size_t i = 0; i < kernel.specialization.size(); ++i)
+      out_ += fmt::format("{}{} = {}", i ? ", " : "", kernel.specialization[i].first,
+                          kernel.specialization[i].second);
+    out_ += ")";
+  }
+
   void printOps(const Block &block, int depth) {
     for (auto &op : block.ops)
       printOp(*op, depth);
@@ -129,7 +145,7 @@ private:
     out_.append(2 * depth, ' ');
     if (!op.results.empty()) {
       for (size_t i = 0; i < op.results.size(); ++i)
-        out_ += (i ? ", " : "") + valueName(op.results[i].get());
+        out_ += fmt::format("{}{}", i ? ", " : "", valueName(op.results[i].get()));
       out_ += " = ";
     }
     out_ += mnemonicOf(op.kind);
@@ -138,12 +154,12 @@ private:
       return;
     }
     for (size_t i = 0; i < op.operands.size(); ++i)
-      out_ += (i ? ", " : " ") + valueName(op.operands[i]);
+      out_ += fmt::format("{}{}", i ? ", " : " ", valueName(op.operands[i]));
     printAttrs(op);
     if (!op.results.empty()) {
       out_ += " : ";
       for (size_t i = 0; i < op.results.size(); ++i)
-        out_ += (i ? ", " : "") + op.results[i]->type.str();
+        out_ += fmt::format("{}{}", i ? ", " : "", op.results[i]->type.str());
     }
     printLoc(op.loc);
     out_ += '\n';
@@ -156,17 +172,17 @@ private:
     auto bodyArg = [&](size_t i) {
       return valueName(body && i < body->args.size() ? body->args[i].get() : nullptr);
     };
-    out_ += " " + bodyArg(0) + " = " + operand(0) + " to " + operand(1) + " step " + operand(2);
+    out_ += fmt::format(" {} = {} to {} step {}", bodyArg(0), operand(0), operand(1), operand(2));
     if (op.operands.size() > 3) {
       out_ += " iter_args(";
       for (size_t i = 3; i < op.operands.size(); ++i)
-        out_ += (i > 3 ? ", " : "") + bodyArg(i - 2) + " = " + operand(i);
+        out_ += fmt::format("{}{} = {}", i > 3 ? ", " : "", bodyArg(i - 2), operand(i));
       out_ += ")";
     }
     printAttrs(op);
     out_ += " -> (";
     for (size_t i = 0; i < op.results.size(); ++i)
-      out_ += (i ? ", " : "") + op.results[i]->type.str();
+      out_ += fmt::format("{}{}", i ? ", " : "", op.results[i]->type.str());
     out_ += ") {\n";
     if (body)
       printOps(*body, depth + 1);
@@ -182,7 +198,7 @@ private:
     out_ += " {";
     bool first = true;
     for (auto &[name, value] : op.attrs) { // std::map: sorted by name
-      out_ += (first ? "" : ", ") + name + " = " + printAttr(value);
+      out_ += fmt::format("{}{} = {}", first ? "" : ", ", name, printAttr(value));
       first = false;
     }
     out_ += '}';
@@ -190,7 +206,7 @@ private:
 
   void printLoc(SourceLocation loc) {
     if (options_.locations && loc.isValid())
-      out_ += " loc(" + std::to_string(loc.line) + ":" + std::to_string(loc.column) + ")";
+      out_ += fmt::format(" loc({}:{})", loc.line, loc.column);
   }
 
   /// Malformed IR still prints (it is what one wants to see when the
@@ -198,7 +214,7 @@ private:
   std::string valueName(const Value *value) {
     if (!value)
       return "%<<null>>";
-    return "%" + namer_->name(value);
+    return fmt::format("%{}", namer_->name(value));
   }
 
   std::string &out_;
@@ -218,7 +234,7 @@ std::string printAttr(const Attr &attr) {
   const auto &list = std::get<std::vector<int64_t>>(attr);
   std::string text = "[";
   for (size_t i = 0; i < list.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(list[i]);
+    text += fmt::format("{}{}", i ? ", " : "", list[i]);
   return text + "]";
 }
 

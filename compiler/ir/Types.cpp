@@ -43,6 +43,8 @@ std::string Layout::str() const {
   case LayoutKind::StripRow: return fmt::format("#striprow<{}>", warpsM);
   case LayoutKind::StripCol: return fmt::format("#stripcol<{}>", warpsM);
   case LayoutKind::Swizzle: return "#swizzle";
+  case LayoutKind::Swizzle128: return "#swizzle128";
+  case LayoutKind::Mbarrier: return "#mbarrier";
   }
   return "";
 }

@@ -32,7 +32,19 @@ enum class MemSpace { Unplaced, Register, Shared };
 ///  StripCol  a vector indexed by the columns of a Strip tile.
 ///  Swizzle   shared memory, 16-byte chunks XOR-swizzled by row so that
 ///            ldmatrix and cp.async hit distinct banks.
-enum class LayoutKind { None, Acc, OperandA, AccRow, Strip, StripRow, StripCol, Swizzle };
+///  Swizzle128  shared memory as the bulk tensor copy engine writes it and
+///            wgmma reads it with 128-byte swizzling: the tile is cut into
+///            panels 128 bytes wide (all rows, 64 bf16 columns each), stored
+///            one after the other; within a panel row r's 16-byte chunk c sits
+///            at chunk c ^ (r % 8). Slots start on 1024-byte boundaries.
+///  Mbarrier  shared memory holding mbarriers, one 8-byte barrier per row of
+///            an i32[S, 2] tile (S: pipeline stages).
+///
+/// On sm_90a the accumulator of wgmma uses Acc: a warpgroup's 64 x N wgmma
+/// accumulator gives each of its warps 16 rows with exactly the register
+/// order of mma.sync m16n8k16 accumulators, so #acc<Wx1> over the W
+/// consumer warps describes it.
+enum class LayoutKind { None, Acc, OperandA, AccRow, Strip, StripRow, StripCol, Swizzle, Swizzle128, Mbarrier };
 
 struct Layout {
   LayoutKind kind = LayoutKind::None;

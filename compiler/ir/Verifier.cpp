@@ -57,8 +57,9 @@ private:
     warps_ = kernel.warps;
     if (!isIdentifier(kernel.name))
       kernelError(kernel, "has a name that is not an identifier");
-    if (kernel.warps < 1 || kernel.warps > 32 || (kernel.warps & (kernel.warps - 1)))
-      kernelError(kernel, fmt::format("has warps({}); expected a power of two from 1 to 32", kernel.warps));
+    // Warp-specialized kernels have, say, 12 warps: not always a power of two.
+    if (kernel.warps < 1 || kernel.warps > 32)
+      kernelError(kernel, fmt::format("has warps({}); expected 1 to 32 (1024 threads)", kernel.warps));
     if (!verifyParams(kernel))
       return;
 

@@ -18,11 +18,78 @@ namespace {
 using namespace ir;
 using namespace passes;
 
+/// A staged buffer's slot as `(base + offset) mod stages`, where base names
+/// the non-constant part of the index: two slots of one buffer with the
+/// same base and offsets that differ modulo the stage count are different
+/// bytes. The pipeline pass indexes slots this way.
+struct SlotIndex {
+  std::string base;
+  int64_t offset = 0;
+  int64_t stages = 0;
+};
+
+std::optional<int64_t> constantOf(const Value *v) {
+  if (v->definingOp && v->definingOp->kind == OpKind::Const)
+    return v->definingOp->intAttr("value");
+  return std::nullopt;
+}
+
+/// `v` as a symbolic base plus a constant.
+std::pair<std::string, int64_t> affineParts(const Value *v) {
+  const Op *def = v->definingOp;
+  if (def && (def->kind == OpKind::Add || def->kind == OpKind::Sub)) {
+    auto lhs = affineParts(def->operands[0]);
+    if (auto c = constantOf(def->operands[1]))
+      return {lhs.first, def->kind == OpKind::Add ? lhs.second + *c : lhs.second - *c};
+    if (def->kind == OpKind::Add)
+      if (auto c = constantOf(def->operands[0])) {
+        auto rhs = affineParts(def->operands[1]);
+        return {rhs.first, rhs.second + *c};
+      }
+    auto rhs = affineParts(def->operands[1]);
+    return {lhs.first + (def->kind == OpKind::Add ? "+(" : "-(") + rhs.first + ")",
+            lhs.second + (def->kind == OpKind::Add ? rhs.second : -rhs.second)};
+  }
+  return {std::to_string(reinterpret_cast<uintptr_t>(v)), 0};
+}
+
+std::optional<SlotIndex> slotIndexOf(const Value *slot) {
+  if (!slot)
+    return std::nullopt;
+  if (auto c = constantOf(slot))
+    return SlotIndex{"", *c, 0};
+  const Op *def = slot->definingOp;
+  if (!def || def->kind != OpKind::Rem)
+    return std::nullopt;
+  auto stages = constantOf(def->operands[1]);
+  if (!stages || *stages <= 0)
+    return std::nullopt;
+  auto [base, offset] = affineParts(def->operands[0]);
+  return SlotIndex{base, offset, *stages};
+}
+
+/// True when two slot indices name different slots of a buffer.
+bool distinctSlots(const Value *a, const Value *b) {
+  auto sa = slotIndexOf(a), sb = slotIndexOf(b);
+  if (!sa || !sb || sa->base != sb->base || sa->stages != sb->stages)
+    return false;
+  if (sa->stages == 0)
+    return sa->offset != sb->offset;
+  return ((sa->offset - sb->offset) % sa->stages + sa->stages) % sa->stages != 0;
+}
+
+/// A shared buffer and, for one slot of a staged buffer, the slot index.
+struct BufferUse {
+  Value *buffer;
+  Value *slot = nullptr;
+  auto operator<=>(const BufferUse &) const = default;
+};
+
 /// Buffers (root shared values) touched since the last barrier.
 struct SyncState {
-  std::set<Value *> written; ///< completed writes, not yet visible to other threads
-  std::set<Value *> read;    ///< reads other threads may still be doing
-  std::set<Value *> pending; ///< async copies issued, complete at the next async_wait
+  std::set<Value *> written;  ///< completed writes, not yet visible to other threads
+  std::set<BufferUse> read;   ///< reads other threads may still be doing
+  std::set<Value *> pending;  ///< async copies issued, complete at the next async_wait
 
   bool operator==(const SyncState &) const = default;
 
@@ -39,7 +106,8 @@ struct SyncState {
 
 /// The shared buffers one op reads, writes, and starts async copies into.
 struct Accesses {
-  std::vector<Value *> reads, writes, asyncIssues;
+  std::vector<BufferUse> reads, asyncIssues;
+  std::vector<Value *> writes;
 };
 
 Accesses accessesOf(const Op &op) {
@@ -47,13 +115,18 @@ Accesses accessesOf(const Op &op) {
   if (op.kind == OpKind::StageView || op.kind == OpKind::Yield)
     return accesses; // naming a slot or passing a value on touches no memory
   for (size_t i = 0; i < op.operands.size(); ++i) {
-    if (!op.operands[i]->type.isShared())
+    Value *operand = op.operands[i];
+    if (!operand->type.isShared())
       continue;
-    Value *root = sharedRoot(op.operands[i]);
-    if (op.kind == OpKind::AsyncLoad && i == 0)
-      accesses.asyncIssues.push_back(root);
-    else
-      accesses.reads.push_back(root);
+    Value *root = sharedRoot(operand);
+    if (op.kind == OpKind::AsyncLoad && i == 0) {
+      accesses.asyncIssues.push_back({root, op.operands[1]});
+      continue;
+    }
+    Value *slot = nullptr;
+    if (operand->definingOp && operand->definingOp->kind == OpKind::StageView)
+      slot = operand->definingOp->operands[1];
+    accesses.reads.push_back({root, slot});
   }
   bool writesResult = op.kind == OpKind::Load || op.kind == OpKind::Convert;
   if (writesResult && op.results.size() == 1 && op.result()->type.isShared())
@@ -67,14 +140,14 @@ public:
 
 private:
   /// Walks `block` from `state`, returning the state at its end. Where a
-  /// barrier is needed the state is cleared; with `insert` the barrier op is
-  /// also created.
-  SyncState simulate(Block &block, SyncState state, bool insert) {
+  /// barrier is needed the state is cleared and the op it goes before is
+  /// recorded in `placed`; with `insert` the barrier op is also created.
+  SyncState simulate(Block &block, SyncState state, bool insert, std::vector<Op *> *placed = nullptr) {
     for (auto it = block.ops.begin(); it != block.ops.end(); ++it) {
       Op &op = **it;
       switch (op.kind) {
       case OpKind::Barrier: state.passBarrier(); continue;
-      case OpKind::For: state = simulateLoop(op, state, insert); continue;
+      case OpKind::For: state = simulateLoop(block, it, state, insert, placed); continue;
       case OpKind::AsyncWait:
         // Conservatively, every copy issued so far has landed.
         state.written.insert(state.pending.begin(), state.pending.end());
@@ -84,45 +157,84 @@ private:
       }
       Accesses accesses = accessesOf(op);
       if (hasHazard(state, accesses)) {
-        if (insert) {
-          Builder builder(block, it);
-          builder.setLoc(op.loc);
-          builder.create(OpKind::Barrier, {}, {});
-        }
+        placeBarrier(block, it, insert, placed);
         state.passBarrier();
       }
       state.read.insert(accesses.reads.begin(), accesses.reads.end());
       state.written.insert(accesses.writes.begin(), accesses.writes.end());
-      state.pending.insert(accesses.asyncIssues.begin(), accesses.asyncIssues.end());
+      for (const BufferUse &issue : accesses.asyncIssues)
+        state.pending.insert(issue.buffer);
     }
     return state;
   }
 
+  void placeBarrier(Block &block, OpIterator before, bool insert, std::vector<Op *> *placed) {
+    if (placed)
+      placed->push_back(before->get());
+    if (insert) {
+      Builder builder(block, before);
+      builder.setLoc((*before)->loc);
+      builder.create(OpKind::Barrier, {}, {});
+    }
+  }
+
   /// The body is entered from before the loop or from the end of the
   /// previous iteration, so its entry state is the union of both, grown until
-  /// stable. That state also holds after the loop (which may run zero times).
-  SyncState simulateLoop(Op &loop, const SyncState &before, bool insert) {
-    SyncState entry = before;
-    for (;;) {
-      SyncState next = entry;
-      next.unite(simulate(*loop.body, entry, /*insert=*/false));
-      if (next == entry)
-        break;
-      entry = std::move(next);
+  /// stable; that state also holds after the loop (which may run zero
+  /// times). Hazards that only the state before the loop causes are fixed by
+  /// one barrier in front of the loop rather than one in every iteration.
+  SyncState simulateLoop(Block &block, OpIterator loopIt, const SyncState &before, bool insert,
+                         std::vector<Op *> *placed) {
+    Op &loop = **loopIt;
+    SyncState afterBarrier = before;
+    afterBarrier.passBarrier();
+    SyncState entry = loopEntryState(loop, before);
+    SyncState carriedEntry = loopEntryState(loop, afterBarrier);
+    if (!(entry == carriedEntry) && barriersIn(loop, entry) != barriersIn(loop, carriedEntry)) {
+      placeBarrier(block, loopIt, insert, placed);
+      entry = carriedEntry;
     }
-    if (insert)
-      simulate(*loop.body, entry, /*insert=*/true);
+    simulate(*loop.body, entry, insert, placed);
     return entry;
   }
 
+  /// Slot indices name different slots in different iterations: what one
+  /// iteration read may be what the next one writes.
+  static SyncState forgetSlots(const SyncState &state) {
+    SyncState result = state;
+    result.read.clear();
+    for (const BufferUse &use : state.read)
+      result.read.insert({use.buffer, nullptr});
+    return result;
+  }
+
+  SyncState loopEntryState(Op &loop, const SyncState &before) {
+    SyncState entry = forgetSlots(before);
+    for (;;) {
+      SyncState next = entry;
+      next.unite(forgetSlots(simulate(*loop.body, entry, /*insert=*/false)));
+      if (next == entry)
+        return entry;
+      entry = std::move(next);
+    }
+  }
+
+  std::vector<Op *> barriersIn(Op &loop, const SyncState &entry) {
+    std::vector<Op *> placed;
+    simulate(*loop.body, entry, /*insert=*/false, &placed);
+    return placed;
+  }
+
   bool hasHazard(const SyncState &state, const Accesses &accesses) {
-    for (Value *buffer : accesses.reads)
-      if (touchesAny(state.written, buffer))
+    for (const BufferUse &use : accesses.reads)
+      if (touchesAny(state.written, use.buffer))
         return true; // read after write
-    for (const auto *writes : {&accesses.writes, &accesses.asyncIssues})
-      for (Value *buffer : *writes)
-        if (touchesAny(state.read, buffer) || touchesAny(state.written, buffer))
-          return true; // write after read or write
+    for (Value *buffer : accesses.writes)
+      if (readsAny(state.read, {buffer}) || touchesAny(state.written, buffer))
+        return true; // write after read or write
+    for (const BufferUse &issue : accesses.asyncIssues)
+      if (readsAny(state.read, issue) || touchesAny(state.written, issue.buffer))
+        return true;
     return false;
   }
 
@@ -130,6 +242,19 @@ private:
     for (Value *other : buffers)
       if (sameBytes(other, buffer))
         return true;
+    return false;
+  }
+
+  /// A write into one slot of a staged buffer does not disturb readers of
+  /// another slot of it.
+  bool readsAny(const std::set<BufferUse> &reads, const BufferUse &write) {
+    for (const BufferUse &read : reads) {
+      if (!sameBytes(read.buffer, write.buffer))
+        continue;
+      if (read.buffer == write.buffer && read.slot && write.slot && distinctSlots(read.slot, write.slot))
+        continue;
+      return true;
+    }
     return false;
   }
 

@@ -74,6 +74,8 @@ public:
   bool run() {
     collectUses(kernel_.body);
     markSharedOperands();
+    if (!checkOperandsB())
+      return false;
     buildClasses(kernel_.body);
     if (!chooseWarpGrid())
       return false;
@@ -272,6 +274,12 @@ private:
     return false;
   }
 
+  /// Reports at the op that needs the value (where the fix belongs).
+  bool failAt(const Op &user, Value *v, const std::string &why) {
+    diags_.report(user.loc, DiagId::NoLayoutForValue, v->nameHint.empty() ? "value" : v->nameHint, why);
+    return false;
+  }
+
   void applyTypes(Block &block) {
     auto place = [&](Value *v) {
       if (!v->type.isTile())
@@ -336,10 +344,17 @@ private:
       converted->nameHint = a->nameHint;
       mma->operands[0] = converted;
     }
-    for (Op *mma : mmas)
-      if (!mma->operands[1]->type.isShared())
-        return fail(mma->operands[1], "the B operand of mma must be loaded from a global tensor");
     return true;
+  }
+
+  /// B operands are read from shared memory by ldmatrix: they must be loads.
+  bool checkOperandsB() {
+    bool ok = true;
+    walk(kernel_.body, [&](Op &op) {
+      if (ok && op.kind == OpKind::Mma && !shared_.count(op.operands[1]))
+        ok = failAt(op, op.operands[1], "the B operand of mma must be loaded from a global tensor");
+    });
+    return ok;
   }
 
   static std::list<std::unique_ptr<Op>>::iterator findOp(Block &block, Op *op) {

@@ -11,6 +11,9 @@ std::unique_ptr<Pass> createTailPass();
 std::unique_ptr<Pass> createPipelinePass();
 std::unique_ptr<Pass> createSmemPlanPass();
 std::unique_ptr<Pass> createBarriersPass();
+std::unique_ptr<Pass> createHopperLayoutPass();
+std::unique_ptr<Pass> createHopperPipelinePass();
+std::unique_ptr<Pass> createWarpSpecializePass();
 
 namespace {
 using Factory = std::unique_ptr<Pass> (*)();
@@ -19,6 +22,9 @@ constexpr std::pair<const char *, Factory> kPasses[] = {
     {"fold", createFoldPass},           {"layout", createLayoutPass},
     {"tail", createTailPass},           {"pipeline", createPipelinePass},
     {"smem-plan", createSmemPlanPass},  {"barriers", createBarriersPass},
+    // sm_90a only (no-ops for older targets).
+    {"hopper-layout", createHopperLayoutPass}, {"hopper-pipeline", createHopperPipelinePass},
+    {"warp-specialize", createWarpSpecializePass},
 };
 } // namespace
 
@@ -38,7 +44,12 @@ std::vector<std::unique_ptr<Pass>> createPipeline() {
   // any other elementwise op; fold runs again after pipelining to drop the
   // address arithmetic that the asynchronous copies replaced.
   std::vector<std::unique_ptr<Pass>> passes;
-  for (const char *name : {"fold", "tail", "layout", "pipeline", "fold", "smem-plan", "barriers"})
+  // The sm_90a passes do nothing for older targets: hopper-layout claims the
+  // loops that wgmma can run before `pipeline` sees them, and the other two
+  // run after the last `fold`, whose dead-code sweep knows nothing of the ops
+  // they introduce.
+  for (const char *name : {"fold", "tail", "layout", "hopper-layout", "pipeline", "fold", "hopper-pipeline",
+                           "warp-specialize", "smem-plan", "barriers"})
     passes.push_back(createPass(name));
   return passes;
 }

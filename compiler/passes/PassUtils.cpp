@@ -96,4 +96,84 @@ std::optional<int64_t> constantIntOf(const Value *v) {
   return std::get<int64_t>(*value);
 }
 
+// --- dead-code elimination ---------------------------------------------------
+
+namespace {
+
+void dropUses(Op &op, UseCounts &uses) {
+  for (Value *operand : op.operands)
+    --uses[operand];
+  if (op.body)
+    walk(*op.body, [&](Op &inner) {
+      for (Value *operand : inner.operands)
+        --uses[operand];
+    });
+}
+
+/// Drops iter_args whose result is unused and whose block argument only
+/// feeds its own slot of the yield.
+bool dropUnusedIterArgs(Op &loop, UseCounts &uses) {
+  constexpr unsigned kFirstInit = 3; // operands: lo, hi, step, inits...
+  Block &body = *loop.body;
+  Op &yield = *body.ops.back();
+  bool changed = false;
+  for (size_t i = loop.results.size(); i-- > 0;) {
+    Value *arg = body.args[i + 1].get();
+    int ownYieldUses = yield.operands[i] == arg ? 1 : 0;
+    if (uses[loop.result(i)] != 0 || uses[arg] != ownYieldUses)
+      continue;
+    --uses[loop.operands[kFirstInit + i]];
+    --uses[yield.operands[i]];
+    loop.operands.erase(loop.operands.begin() + kFirstInit + i);
+    yield.operands.erase(yield.operands.begin() + i);
+    body.args.erase(body.args.begin() + i + 1);
+    loop.results.erase(loop.results.begin() + i);
+    changed = true;
+  }
+  for (unsigned i = 0; i < body.args.size(); ++i)
+    body.args[i]->index = i;
+  for (unsigned i = 0; i < loop.results.size(); ++i)
+    loop.results[i]->index = i;
+  return changed;
+}
+
+bool isDead(const Op &op, UseCounts &uses) {
+  if (hasSideEffects(op))
+    return false;
+  for (auto &result : op.results)
+    if (uses[result.get()] != 0)
+      return false;
+  return true;
+}
+
+/// Removes dead ops, last first so that chains of dead ops go in one sweep.
+bool sweepDeadOps(Block &block, UseCounts &uses) {
+  bool changed = false;
+  for (auto it = block.ops.end(); it != block.ops.begin();) {
+    --it;
+    Op &op = **it;
+    if (op.kind == OpKind::For) {
+      changed |= sweepDeadOps(*op.body, uses);
+      changed |= dropUnusedIterArgs(op, uses);
+    }
+    if (isDead(op, uses)) {
+      dropUses(op, uses);
+      it = block.ops.erase(it);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+} // namespace
+
+bool eliminateDeadCode(Block &root) {
+  bool changed = false;
+  UseCounts uses = countUses(root);
+  while (sweepDeadOps(root, uses))
+    changed = true;
+  return changed;
+}
+
 } // namespace tkc::passes
+

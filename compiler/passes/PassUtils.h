@@ -48,6 +48,12 @@ bool isInside(const ir::Op &op, const ir::Op &loop);
 /// The integer held by a `const` op defining `v`, if any.
 std::optional<int64_t> constantIntOf(const ir::Value *v);
 
+/// Removes ops whose results are unused and that have no side effects,
+/// loops included, and iter_args whose result is unused and whose block
+/// argument only feeds its own yield slot; repeats until nothing changes.
+/// Returns true if anything was removed.
+bool eliminateDeadCode(ir::Block &root);
+
 /// Calls `fn(block)` on the kernel's launch and body blocks.
 template <typename Fn> void forEachKernelBlock(ir::Module &module, Fn &&fn) {
   for (auto &kernel : module.kernels) {

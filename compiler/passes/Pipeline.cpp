@@ -2,9 +2,9 @@
 // `stages = S > 1` into a software pipeline of asynchronous copies.
 //
 // Each such load gets a buffer with S slots. A prologue starts the copies of
-// the first S-1 iterations; iteration k waits for its own copies, starts the
-// copies of iteration k+S-1 into the slot that iteration k-1 has finished
-// with, and computes on slot k mod S. The copies of the loads' addresses are
+// the first S-1 iterations; iteration k waits for its own copies, computes
+// on slot k mod S, then starts the copies of iteration k+S-1 into the slot
+// that iteration k-1 has finished with. The copies of the loads' addresses are
 // cloned from the loop body with the induction variable replaced.
 //
 //   before                               after
@@ -86,21 +86,27 @@ public:
       b.create(OpKind::Yield, {}, {});
     }
 
-    // Steady state, at the top of the body.
+    // Steady state: wait at the top of the body; start the copies for
+    // iteration k+S-1 at its end, so that the fragment loads and multiplies
+    // of iteration k follow the wait directly and the copy issue overlaps
+    // the last multiplies.
     Block &body = *loop_.body;
-    OpIterator first = body.ops.begin();
-    Builder b(body, first);
+    Builder b(body, body.ops.begin());
     b.setLoc(loop_.loc);
     b.create(OpKind::AsyncWait, {}, {}, {{"pending", Attr(int64_t(stages - 2))}});
-    Value *ahead = b.constInt(stages - 1);
     Value *count = b.constInt(stages);
-    Value *kNext = b.value(OpKind::Add, {iv, ahead}, Type::scalar(DType::I32));
-    Value *pred = b.value(OpKind::Lt, {kNext, hi}, Type::scalar(DType::I1));
-    Value *relNext = b.value(OpKind::Sub, {kNext, lo}, Type::scalar(DType::I32));
-    Value *slotNext = b.value(OpKind::Rem, {relNext, count}, Type::scalar(DType::I32));
-    issueCopies(b, loads, buffers, iv, kNext, slotNext, pred);
     Value *rel = b.value(OpKind::Sub, {iv, lo}, Type::scalar(DType::I32));
     Value *slot = b.value(OpKind::Rem, {rel, count}, Type::scalar(DType::I32));
+    {
+      Builder end(body, std::prev(body.ops.end())); // before the yield
+      end.setLoc(loop_.loc);
+      Value *ahead = end.constInt(stages - 1);
+      Value *kNext = end.value(OpKind::Add, {iv, ahead}, Type::scalar(DType::I32));
+      Value *pred = end.value(OpKind::Lt, {kNext, hi}, Type::scalar(DType::I1));
+      Value *relNext = end.value(OpKind::Sub, {kNext, lo}, Type::scalar(DType::I32));
+      Value *slotNext = end.value(OpKind::Rem, {relNext, count}, Type::scalar(DType::I32));
+      issueCopies(end, loads, buffers, iv, kNext, slotNext, pred);
+    }
 
     // The loads become views of the current slot.
     for (size_t i = 0; i < loads.size(); ++i) {

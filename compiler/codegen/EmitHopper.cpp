@@ -1,0 +1,206 @@
+// sm_90a code: mbarriers, bulk tensor copies (TMA), wgmma and warpgroup
+// roles, as introduced by the hopper-layout, hopper-pipeline and
+// warp-specialize passes.
+//
+// Shared operand tiles are #swizzle128: panels of 64 bf16 columns (128
+// bytes a row), each written by one TMA box with 128-byte swizzling and read
+// by wgmma through matrix descriptors. A k16 step of a K-major panel starts
+// 32 bytes further into its rows; of an N-major panel, 16 rows (2048 bytes)
+// further down.
+#include "codegen/KernelEmitter.h"
+
+#include <set>
+
+namespace tkc::codegen {
+
+using namespace ir;
+
+namespace {
+/// Bytes of one 128-byte-swizzled panel row.
+constexpr int kPanelRowBytes = 128;
+
+int64_t slotBytes(const Type &t) { return t.numElements() * dtypeBytes(t.dtype); }
+int64_t panelColumns(const Type &t) { return kPanelRowBytes / dtypeBytes(t.dtype); }
+} // namespace
+
+std::vector<TensorMapUse> tensorMapsOf(const Kernel &kernel) {
+  std::vector<TensorMapUse> maps;
+  std::set<const Value *> seen;
+  walk(const_cast<Block &>(kernel.body), [&](Op &op) {
+    if (op.kind != OpKind::TmaLoad || !seen.insert(op.operands[3]).second)
+      return;
+    const Type &tile = op.operands[0]->type;
+    maps.push_back({op.operands[3], tile.shape[0], panelColumns(tile)});
+  });
+  return maps;
+}
+
+bool KernelEmitter::usesWarpgroupRoles() const {
+  bool found = false;
+  walk(const_cast<Block &>(kernel_.body), [&](Op &op) { found |= op.kind == OpKind::WarpgroupRole; });
+  return found;
+}
+
+void KernelEmitter::addTensorMapParams(std::vector<std::string> &params) {
+  for (const TensorMapUse &use : tensorMapsOf(kernel_))
+    params.push_back(fmt::format("const __grid_constant__ CUtensorMap {}_tmap", name(use.global)));
+}
+
+/// The address of mbarrier `iteration % S` of an #mbarrier buffer.
+std::string KernelEmitter::barrierAddress(const Value *bars, const std::string &iteration) {
+  return fmt::format("{} + ({}) % {} * 8", name(bars), iteration, bars->type.shape[0]);
+}
+
+bool KernelEmitter::emitHopperOp(const Op &op) {
+  if (target_.computeCapability < 90)
+    return unsupported(op, fmt::format("operation `{}`", mnemonicOf(op.kind)));
+  switch (op.kind) {
+  case OpKind::GridSize:
+    out_.line("const int {} = int(gridDim.x);", declareName(op.result()));
+    return true;
+  case OpKind::MbarrierInit: {
+    const Value *bars = op.operands[0];
+    out_.open("if (threadIdx.x == 0)");
+    if (!alignmentChecked_)
+      out_.line("if (smem_base % 1024 != 0) __trap(); // 128-byte swizzled slots need 1024-byte alignment");
+    alignmentChecked_ = true;
+    out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) tkc::mbarrier_init({} + x * 8, {});", bars->type.shape[0],
+              name(bars), op.intAttr("count"));
+    out_.line("tkc::fence_mbarrier_init();");
+    out_.close();
+    return true;
+  }
+  case OpKind::MbarrierExpectTx:
+    out_.line("tkc::mbarrier_arrive_expect_tx({}, {});", barrierAddress(op.operands[0], scalar(op.operands[1])),
+              op.intAttr("bytes"));
+    return true;
+  case OpKind::MbarrierWait: {
+    const Value *bars = op.operands[0];
+    std::string it = scalar(op.operands[1]);
+    std::string parity = fmt::format("({}) / {} % 2", it, bars->type.shape[0]);
+    if (op.intAttr("release"))
+      parity += " ^ 1"; // the slot's previous use: immediately done on the first round
+    out_.line("while (!tkc::mbarrier_try_wait({}, {})) {{}}", barrierAddress(bars, it), parity);
+    return true;
+  }
+  case OpKind::MbarrierArrive: {
+    // One arrival per warp: the barrier counts warps.
+    std::string pred = scalar(op.operands[2]);
+    std::string cond = pred == "true" ? "lane == 0" : fmt::format("{} && lane == 0", pred);
+    out_.line("if ({}) tkc::mbarrier_arrive({});", cond, barrierAddress(op.operands[0], scalar(op.operands[1])));
+    return true;
+  }
+  case OpKind::TmaLoad: {
+    const Value *buf = op.operands[0];
+    const Value *global = op.operands[3];
+    const Type &tile = buf->type;
+    if (global->type.dims.size() != 2 || tile.layout.kind != LayoutKind::Swizzle128)
+      return unsupported(op, "a bulk tensor copy of this tile");
+    std::string it = scalar(op.operands[1]);
+    std::string dst = fmt::format("{} + ({}) % {} * {}", name(buf), it, tile.stages, slotBytes(tile));
+    std::string bar = barrierAddress(op.operands[2], it);
+    std::string row = scalar(op.operands[4]), col = scalar(op.operands[5]);
+    int64_t cols = panelColumns(tile), panelBytes = tile.shape[0] * kPanelRowBytes;
+    for (int64_t p = 0; p < tile.shape[1] / cols; ++p)
+      out_.line("tkc::tma_load_2d({}{}, &{}_tmap, {}{}, {}, {});", dst, p ? fmt::format(" + {}", p * panelBytes) : "",
+                name(global), col, p ? fmt::format(" + {}", p * cols) : "", row, bar);
+    return true;
+  }
+  case OpKind::Wgmma:
+    return emitWgmma(op);
+  case OpKind::WgmmaFence:
+    out_.line("tkc::wgmma_fence();");
+    return true;
+  case OpKind::WgmmaCommit:
+    out_.line("tkc::wgmma_commit();");
+    return true;
+  case OpKind::WgmmaWait:
+    out_.line("tkc::wgmma_wait<{}>();", op.intAttr("pending"));
+    for (const Value *acc : op.operands)
+      out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) tkc::fence_operand({}[x]);", fragmentOf(acc->type).count(),
+                name(acc));
+    return true;
+  case OpKind::WarpgroupRole: {
+    int first = roleWarpgroups_, count = static_cast<int>(op.intAttr("warpgroups", 1));
+    int regs = static_cast<int>(op.intAttr("regs"));
+    bool last = true;
+    for (auto it = std::next(std::find_if(op.parent->ops.begin(), op.parent->ops.end(),
+                                          [&](const std::unique_ptr<Op> &o) { return o.get() == &op; }));
+         it != op.parent->ops.end(); ++it)
+      if ((*it)->kind == OpKind::WarpgroupRole)
+        last = false;
+    closeRoleIssuers();
+    std::string condition = fmt::format("warp / 4 < {}", first + count);
+    if (first == 0) {
+      out_.open(fmt::format("if ({})", condition));
+    } else {
+      out_.dedent();
+      out_.open(last ? std::string("} else") : fmt::format("}} else if ({})", condition));
+    }
+    out_.line("// warpgroup{} {}{}: {}", count > 1 ? "s" : "", first, count > 1 ? fmt::format("-{}", first + count - 1) : "",
+              op.strAttr("role"));
+    // Producers give registers back, consumers take them; the sum over the
+    // block stays within the register file.
+    if (regs > 0)
+      out_.line("tkc::setmaxnreg_{}<{}>();", op.strAttr("role") == "producer" ? "dec" : "inc", regs);
+    if (first > 0) {
+      // Accumulator layouts number the warps of the role from 0.
+      out_.line("const int warp_m = warp - {};", first * 4);
+      out_.line("(void)warp_m;");
+    }
+    if (op.intAttr("issuers") == 1) {
+      out_.open("if (threadIdx.x % 128 == 0)");
+      roleIssuerOpen_ = true;
+    }
+    roleWarpgroups_ += count;
+    return true;
+  }
+  case OpKind::WarpgroupRoleEnd:
+    closeRoleIssuers();
+    out_.close();
+    return true;
+  default:
+    return unsupported(op, fmt::format("operation `{}`", mnemonicOf(op.kind)));
+  }
+}
+
+void KernelEmitter::closeRoleIssuers() {
+  if (roleIssuerOpen_)
+    out_.close();
+  roleIssuerOpen_ = false;
+}
+
+/// One warpgroup multiplies its 64 rows of the tile: BK/16 wgmma
+/// instructions of m64nBNk16, accumulating in place.
+bool KernelEmitter::emitWgmma(const Op &op) {
+  const Value *a = op.operands[0];
+  const Value *b = op.operands[1];
+  const Value *c = op.operands[2];
+  const Type &acc = op.result()->type;
+  bool transB = op.intAttr("trans_b") != 0;
+  if (a->type.layout.kind != LayoutKind::Swizzle128 || b->type.layout.kind != LayoutKind::Swizzle128 ||
+      acc.layout.kind != LayoutKind::Acc || acc.layout.warpsN != 1)
+    return unsupported(op, "wgmma on these operands");
+  int64_t n = acc.shape[1], k = a->type.shape[1];
+  const char *type = a->type.dtype == DType::BF16 ? "bf16" : "f16";
+  int64_t elem = dtypeBytes(a->type.dtype);
+  // The accumulator is updated in place: wgmma runs asynchronously and its
+  // registers must stay where they are until the wait.
+  names_[op.result()] = name(c);
+  int64_t aRows = 64 * kPanelRowBytes; // one warpgroup's 64 rows of A
+  int64_t kStepA = 16 * elem;           // K-major: 16 elements along a row
+  std::string descA = fmt::format("tkc::wgmma_desc_sw128({} + (warp_m / 4) * {} + kk * {}, 16, 1024)", name(a), aRows,
+                                  kStepA);
+  std::string descB;
+  if (transB) // [N, K], K-major like A
+    descB = fmt::format("tkc::wgmma_desc_sw128({} + kk * {}, 16, 1024)", name(b), kStepA);
+  else // [K, N], N-major: panels of 64 columns, BK rows each
+    descB = fmt::format("tkc::wgmma_desc_sw128({} + kk * {}, {}, 1024)", name(b), 16 * kPanelRowBytes,
+                        k * kPanelRowBytes);
+  out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", k / 16));
+  out_.line("tkc::wgmma_m64n{}k16_f32_{}<{}>({}, {}, {});", n, type, transB ? 0 : 1, name(c), descA, descB);
+  out_.close();
+  return true;
+}
+
+} // namespace tkc::codegen

@@ -1,0 +1,174 @@
+// hopper-layout (sm_90a and newer; a no-op for older targets): picks the
+// wgmma schedule for a pipelined matrix-product loop.
+//
+// A loop qualifies when its body is a pipelined GEMM step: two shared loads
+// (A [BM, BK] and B [BK, BN], or B [BN, BK] with trans_b) feeding one `mma`
+// whose accumulator is carried by the loop, plus scalar address arithmetic.
+// For such a loop the pass
+//   * stages both operand tiles as 128-byte-swizzled panels (#swizzle128),
+//     the layout that the bulk tensor copy engine writes and wgmma reads;
+//   * gives the accumulator (and every tile derived from it) the layout of
+//     BM/64 consumer warpgroups, each owning 64 rows: #acc<(BM/16)x1>;
+//   * makes the kernel one warpgroup larger for the producer;
+//   * chooses the pipeline depth: the deepest that fits the target's shared
+//     memory (never shallower than the source asks), recorded as
+//     `hopper_stages` in place of `stages` so that `pipeline` leaves the
+//     loop to `hopper-pipeline`.
+// Kernels with anything else (row vectors, strips, other products) are left
+// to the sm_80 path.
+#include "passes/Pass.h"
+#include "passes/PassUtils.h"
+
+#include <set>
+
+namespace tkc {
+namespace {
+
+using namespace ir;
+
+/// Shared memory kept free for mbarriers and alignment.
+constexpr int64_t kReservedSharedBytes = 2048;
+constexpr int kMaxStages = 8;
+
+bool isPureScalar(const Op &op) {
+  return op.body == nullptr && op.results.size() == 1 && op.result()->type.isScalar() && op.kind != OpKind::Load;
+}
+
+struct GemmLoop {
+  Op *loop = nullptr;
+  Op *mma = nullptr;
+  Op *loadA = nullptr;
+  Op *loadB = nullptr;
+};
+
+/// The matrix-product loop that wgmma can run, or nothing.
+std::optional<GemmLoop> matchGemmLoop(Op &loop) {
+  if (loop.kind != OpKind::For || !loop.hasAttr("stages") || loop.results.size() != 1)
+    return std::nullopt;
+  auto step = passes::constantIntOf(loop.operands[2]);
+  if (!step || *step != 1)
+    return std::nullopt;
+  GemmLoop m;
+  m.loop = &loop;
+  for (auto &op : loop.body->ops) {
+    if (op->kind == OpKind::Mma) {
+      if (m.mma)
+        return std::nullopt;
+      m.mma = op.get();
+    } else if (op->kind == OpKind::Load) {
+      if (!op->result()->type.isShared())
+        return std::nullopt;
+    } else if (op->kind != OpKind::Yield && !isPureScalar(*op)) {
+      return std::nullopt;
+    }
+  }
+  if (!m.mma)
+    return std::nullopt;
+  Op &mma = *m.mma;
+  Op &yield = *loop.body->ops.back();
+  if (mma.operands[2] != loop.body->args[1].get() || yield.operands.size() != 1 || yield.operands[0] != mma.result())
+    return std::nullopt;
+  m.loadA = mma.operands[0]->definingOp;
+  m.loadB = mma.operands[1]->definingOp;
+  if (!m.loadA || !m.loadB || m.loadA == m.loadB || m.loadA->kind != OpKind::Load || m.loadB->kind != OpKind::Load ||
+      m.loadA->parent != loop.body.get() || m.loadB->parent != loop.body.get())
+    return std::nullopt;
+  for (Op *load : {m.loadA, m.loadB}) {
+    if (load->operands[0]->type.dims.size() != 2 || load->listAttr("sizes").size() != 2)
+      return std::nullopt;
+    DType d = load->result()->type.dtype;
+    if (d != DType::BF16 && d != DType::F16)
+      return std::nullopt;
+  }
+  if (m.loadA->result()->type.dtype != m.loadB->result()->type.dtype)
+    return std::nullopt;
+  const Type &acc = mma.result()->type;
+  if (!acc.isRegister() || acc.layout.kind != LayoutKind::Acc || acc.dtype != DType::F32)
+    return std::nullopt;
+  int64_t bm = acc.shape[0], bn = acc.shape[1];
+  const auto &aShape = m.loadA->result()->type.shape;
+  const auto &bShape = m.loadB->result()->type.shape;
+  bool transB = mma.intAttr("trans_b") != 0;
+  int64_t bk = aShape[1];
+  // 64 operand columns make one 128-byte swizzle panel: the A tile is then
+  // a single box and every k16 step sits inside it.
+  if (bk != 64 || aShape[0] != bm)
+    return std::nullopt;
+  if (transB ? (bShape[0] != bn || bShape[1] != bk) : (bShape[0] != bk || bShape[1] != bn))
+    return std::nullopt;
+  if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128 && bn != 256))
+    return std::nullopt;
+  return m;
+}
+
+/// Layouts outside the accumulator family make the kernel ineligible: their
+/// warp mapping would change with the warpgroup split.
+bool onlyAccumulatorLayouts(Kernel &kernel) {
+  bool ok = true;
+  walk(kernel.body, [&](Op &op) {
+    for (auto &r : op.results)
+      if (r->type.isRegister() && r->type.layout.kind != LayoutKind::Acc)
+        ok = false;
+  });
+  return ok;
+}
+
+class HopperLayoutPass : public Pass {
+public:
+  const char *name() const override { return "hopper-layout"; }
+  const char *description() const override {
+    return "sm_90a: choose wgmma accumulator and 128-byte-swizzled operand layouts and the pipeline depth";
+  }
+  bool run(Module &module, const Target &target, DiagnosticEngine &diags) override {
+    if (target.computeCapability < 90)
+      return true;
+    for (auto &kernel : module.kernels)
+      runOnKernel(*kernel, target);
+    return true;
+  }
+
+private:
+  void runOnKernel(Kernel &kernel, const Target &target) {
+    std::vector<GemmLoop> found;
+    int mmas = 0;
+    walk(kernel.body, [&](Op &op) {
+      if (op.kind == OpKind::Mma)
+        ++mmas;
+      if (op.kind == OpKind::For && op.parent == &kernel.body)
+        if (auto m = matchGemmLoop(op))
+          found.push_back(*m);
+    });
+    if (found.size() != 1 || mmas != 1 || !onlyAccumulatorLayouts(kernel))
+      return;
+    GemmLoop &m = found.front();
+    const Type &acc = m.mma->result()->type;
+    int consumerWarps = static_cast<int>(acc.shape[0] / 16);
+    Layout wgAcc{LayoutKind::Acc, consumerWarps, 1};
+    walk(kernel.body, [&](Op &op) {
+      for (auto &r : op.results)
+        if (r->type.isRegister() && r->type.layout.kind == LayoutKind::Acc)
+          r->type.layout = wgAcc;
+      if (op.body)
+        for (auto &a : op.body->args)
+          if (a->type.isRegister() && a->type.layout.kind == LayoutKind::Acc)
+            a->type.layout = wgAcc;
+    });
+    for (Op *load : {m.loadA, m.loadB})
+      load->result()->type.layout = {LayoutKind::Swizzle128, 1, 1};
+    kernel.warps = consumerWarps + 4;
+
+    int64_t stageBytes = passes::sharedBufferBytes(m.loadA->result()->type) +
+                         passes::sharedBufferBytes(m.loadB->result()->type);
+    int64_t fit = (target.sharedMemoryBytes - kReservedSharedBytes) / stageBytes;
+    int64_t asked = m.loop->intAttr("stages", 2);
+    int64_t stages = std::max<int64_t>(asked, std::min<int64_t>(fit, kMaxStages));
+    m.loop->attrs.erase("stages");
+    m.loop->attrs["hopper_stages"] = Attr(stages);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createHopperLayoutPass() { return std::make_unique<HopperLayoutPass>(); }
+
+} // namespace tkc

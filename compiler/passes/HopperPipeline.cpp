@@ -1,0 +1,229 @@
+// hopper-pipeline (sm_90a and newer; a no-op for older targets): turns a
+// loop marked `hopper_stages = S` by hopper-layout into an mbarrier pipeline
+// between a producer loop and a consumer loop.
+//
+// The operand tiles get S-slot #swizzle128 buffers; two arrays of S
+// mbarriers track each slot: `full` (the bulk copies into the slot have
+// landed) and `empty` (every consumer warp is done reading it). Iteration
+// `it` of either loop uses slot it % S.
+//
+//   before                          after
+//   for k {                         full, empty = smem_alloc #mbarrier; init; barrier
+//     a = load A[..]                for k {role = "producer"}:  wait empty[it] released
+//     b = load B[..]                    expect_tx full[it]; tma_load a_buf[it], b_buf[it]
+//     acc = mma a, b, acc           for k {role = "consumer"}:  wait full[it]
+//   }                                   wgmma_fence; acc = wgmma a_buf[it], b_buf[it], acc
+//                                       wgmma_commit; wgmma_wait 1; arrive empty[it - 1]
+//                                   wgmma_wait 0; arrive empty[last]
+//
+// The two loops only work when they run in different warps at once:
+// warp-specialize places them. The iteration number is `k - lo + base`
+// with `base` a constant 0 (named `it_base`) that warp-specialize replaces
+// when it repeats the loops over several output tiles.
+#include "passes/Pass.h"
+#include "passes/PassUtils.h"
+
+#include <map>
+
+namespace tkc {
+namespace {
+
+using namespace ir;
+
+Type scalarI32() { return Type::scalar(DType::I32); }
+
+class HopperPipeliner {
+public:
+  HopperPipeliner(Kernel &kernel, Op &loop) : kernel_(kernel), loop_(loop) {}
+
+  void run() {
+    stages_ = loop_.intAttr("hopper_stages");
+    Op *mma = nullptr;
+    for (auto &op : loop_.body->ops)
+      if (op->kind == OpKind::Mma)
+        mma = op.get();
+    Op *loadA = mma->operands[0]->definingOp;
+    Op *loadB = mma->operands[1]->definingOp;
+    int consumerWarps = mma->result()->type.layout.warpsM;
+
+    Block &outer = *loop_.parent;
+    Builder b(outer, passes::positionOf(loop_));
+    b.setLoc(loop_.loc);
+    Value *aBuf = staged(b, loadA, "a_buf");
+    Value *bBuf = staged(b, loadB, "b_buf");
+    Type barType = Type::tile(DType::I32, {stages_, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1});
+    Value *full = b.value(OpKind::SmemAlloc, {}, barType);
+    full->nameHint = "full";
+    Value *empty = b.value(OpKind::SmemAlloc, {}, barType);
+    empty->nameHint = "empty";
+    b.create(OpKind::MbarrierInit, {full}, {}, {{"count", Attr(int64_t(1))}});
+    b.create(OpKind::MbarrierInit, {empty}, {}, {{"count", Attr(int64_t(consumerWarps))}});
+    b.create(OpKind::Barrier, {}, {});
+    Value *base = b.constInt(0);
+    base->nameHint = "it_base";
+    Value *lo = loop_.operands[0];
+    Value *hi = loop_.operands[1];
+    Value *step = loop_.operands[2];
+    int64_t stageBytes = passes::sharedBufferBytes(loadA->result()->type) +
+                         passes::sharedBufferBytes(loadB->result()->type);
+
+    // The producer: a clone of the loop's address arithmetic and its loads.
+    Op *producer = b.create(OpKind::For, {lo, hi, step}, {}, {{"role", Attr(std::string("producer"))}});
+    producer->body = std::make_unique<Block>();
+    producer->body->parentOp = producer;
+    Value *pk = producer->body->addArg(scalarI32(), loop_.body->args[0]->nameHint);
+    {
+      Builder pb(*producer->body);
+      pb.setLoc(loop_.loc);
+      Value *it = iteration(pb, pk, lo, base);
+      pb.create(OpKind::MbarrierWait, {empty, it}, {}, {{"release", Attr(int64_t(1))}});
+      pb.create(OpKind::MbarrierExpectTx, {full, it}, {}, {{"bytes", Attr(stageBytes)}});
+      std::map<Value *, Value *> cloned;
+      for (auto [load, buf] : {std::pair{loadA, aBuf}, std::pair{loadB, bBuf}}) {
+        std::vector<Value *> operands{buf, it, full, load->operands[0]};
+        for (size_t i = 1; i < load->operands.size(); ++i)
+          operands.push_back(cloneInto(pb, load->operands[i], pk, cloned));
+        std::map<std::string, Attr> attrs{{"sizes", load->attrs.at("sizes")}};
+        pb.setLoc(load->loc);
+        pb.create(OpKind::TmaLoad, operands, {}, attrs);
+      }
+      pb.create(OpKind::Yield, {}, {});
+    }
+
+    // The consumer: the original loop, reading the slots.
+    loop_.attrs.erase("hopper_stages");
+    loop_.attrs["role"] = Attr(std::string("consumer"));
+    Block &body = *loop_.body;
+    Value *ck = body.args[0].get();
+    {
+      Builder cb(body, body.ops.begin());
+      cb.setLoc(loop_.loc);
+      Value *it = iteration(cb, ck, lo, base);
+      cb.create(OpKind::MbarrierWait, {full, it}, {}, {{"release", Attr(int64_t(0))}});
+      Value *slot = cb.value(OpKind::Rem, {it, cb.constInt(stages_)}, scalarI32());
+      slot->nameHint = "slot";
+      Value *aView = cb.value(OpKind::StageView, {aBuf, slot}, loadA->result()->type);
+      aView->nameHint = loadA->result()->nameHint;
+      Value *bView = cb.value(OpKind::StageView, {bBuf, slot}, loadB->result()->type);
+      bView->nameHint = loadB->result()->nameHint;
+      replaceAllUsesIn(body, loadA->result(), aView);
+      replaceAllUsesIn(body, loadB->result(), bView);
+
+      // mma -> fence, wgmma, commit, wait for the previous group, release
+      // the previous slot.
+      Builder at(body, passes::positionOf(*mma));
+      at.setLoc(mma->loc);
+      at.create(OpKind::WgmmaFence, {}, {});
+      std::map<std::string, Attr> attrs;
+      if (mma->hasAttr("trans_b"))
+        attrs["trans_b"] = mma->attrs.at("trans_b");
+      Value *next = at.value(OpKind::Wgmma, mma->operands, mma->result()->type, attrs);
+      next->nameHint = mma->result()->nameHint;
+      at.create(OpKind::WgmmaCommit, {}, {});
+      at.create(OpKind::WgmmaWait, {}, {}, {{"pending", Attr(int64_t(1))}});
+      Value *prev = at.value(OpKind::Sub, {it, at.constInt(1)}, scalarI32());
+      Value *hasPrev = at.value(OpKind::Gt, {it, base}, Type::scalar(DType::I1));
+      at.create(OpKind::MbarrierArrive, {empty, prev, hasPrev}, {});
+      replaceAllUsesIn(body, mma->result(), next);
+      passes::eraseOp(*mma);
+    }
+    // Loads (and the scalar arithmetic only they used) leave the consumer.
+    passes::eraseOp(*loadA);
+    passes::eraseOp(*loadB);
+    removeDeadScalars(body);
+
+    // After the loop: the last group, then release the last slot.
+    Builder after(outer, std::next(passes::positionOf(loop_)));
+    after.setLoc(loop_.loc);
+    after.create(OpKind::WgmmaWait, {loop_.result()}, {}, {{"pending", Attr(int64_t(0))}});
+    Value *count = after.value(OpKind::Sub, {hi, lo}, scalarI32());
+    Value *lastRel = after.value(OpKind::Sub, {count, after.constInt(1)}, scalarI32());
+    Value *last = after.value(OpKind::Add, {lastRel, base}, scalarI32());
+    last->nameHint = "it_last";
+    Value *any = after.value(OpKind::Gt, {count, after.constInt(0)}, Type::scalar(DType::I1));
+    after.create(OpKind::MbarrierArrive, {empty, last, any}, {});
+  }
+
+private:
+  Value *staged(Builder &b, Op *load, const std::string &fallback) {
+    Type t = load->result()->type;
+    t.stages = static_cast<int>(stages_);
+    Value *buf = b.value(OpKind::SmemAlloc, {}, t);
+    buf->nameHint = load->result()->nameHint.empty() ? fallback : load->result()->nameHint + "_buf";
+    return buf;
+  }
+
+  Value *iteration(Builder &b, Value *k, Value *lo, Value *base) {
+    Value *rel = b.value(OpKind::Sub, {k, lo}, scalarI32());
+    Value *it = b.value(OpKind::Add, {rel, base}, scalarI32());
+    it->nameHint = "it";
+    return it;
+  }
+
+  /// Clones the scalar computation of `v` from the loop body into `b`, with
+  /// the induction variable replaced by `k`.
+  Value *cloneInto(Builder &b, Value *v, Value *k, std::map<Value *, Value *> &cloned) {
+    if (v == loop_.body->args[0].get())
+      return k;
+    Op *def = v->definingOp;
+    if (!def || def->parent != loop_.body.get())
+      return v;
+    if (auto it = cloned.find(v); it != cloned.end())
+      return it->second;
+    std::vector<Value *> operands;
+    for (Value *operand : def->operands)
+      operands.push_back(cloneInto(b, operand, k, cloned));
+    Value *copy = b.value(def->kind, operands, v->type, def->attrs);
+    copy->nameHint = v->nameHint;
+    return cloned[v] = copy;
+  }
+
+  static void removeDeadScalars(Block &body) {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      passes::UseCounts uses = passes::countUses(body);
+      for (auto it = body.ops.begin(); it != body.ops.end();) {
+        Op &op = **it;
+        bool dead = op.results.size() == 1 && op.result()->type.isScalar() && !op.body && uses[op.result()] == 0;
+        if (dead) {
+          it = body.ops.erase(it);
+          changed = true;
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+
+  Kernel &kernel_;
+  Op &loop_;
+  int64_t stages_ = 2;
+};
+
+class HopperPipelinePass : public Pass {
+public:
+  const char *name() const override { return "hopper-pipeline"; }
+  const char *description() const override {
+    return "sm_90a: split a wgmma loop into a TMA producer and a wgmma consumer joined by mbarriers";
+  }
+  bool run(Module &module, const Target &target, DiagnosticEngine &diags) override {
+    if (target.computeCapability < 90)
+      return true;
+    for (auto &kernel : module.kernels) {
+      std::vector<Op *> loops;
+      for (auto &op : kernel->body.ops)
+        if (op->kind == OpKind::For && op->hasAttr("hopper_stages"))
+          loops.push_back(op.get());
+      for (Op *loop : loops)
+        HopperPipeliner(*kernel, *loop).run();
+    }
+    return true;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createHopperPipelinePass() { return std::make_unique<HopperPipelinePass>(); }
+
+} // namespace tkc

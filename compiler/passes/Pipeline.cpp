@@ -86,27 +86,28 @@ public:
       b.create(OpKind::Yield, {}, {});
     }
 
-    // Steady state: wait at the top of the body; start the copies for
-    // iteration k+S-1 at its end, so that the fragment loads and multiplies
-    // of iteration k follow the wait directly and the copy issue overlaps
-    // the last multiplies.
+    // Steady state. The wait is at the top of the body. With three or more
+    // stages the copies for iteration k+S-1 start at the end of the body, so
+    // that the fragment loads and multiplies of iteration k follow the wait
+    // directly and the copy issue overlaps the last multiplies; with two
+    // stages that would leave no copy in flight during the compute, so they
+    // start at the top, right after the wait.
     Block &body = *loop_.body;
-    Builder b(body, body.ops.begin());
+    Builder b(body, body.ops.begin()); // keeps inserting before the original first op
     b.setLoc(loop_.loc);
     b.create(OpKind::AsyncWait, {}, {}, {{"pending", Attr(int64_t(stages - 2))}});
     Value *count = b.constInt(stages);
     Value *rel = b.value(OpKind::Sub, {iv, lo}, Type::scalar(DType::I32));
     Value *slot = b.value(OpKind::Rem, {rel, count}, Type::scalar(DType::I32));
-    {
-      Builder end(body, std::prev(body.ops.end())); // before the yield
-      end.setLoc(loop_.loc);
-      Value *ahead = end.constInt(stages - 1);
-      Value *kNext = end.value(OpKind::Add, {iv, ahead}, Type::scalar(DType::I32));
-      Value *pred = end.value(OpKind::Lt, {kNext, hi}, Type::scalar(DType::I1));
-      Value *relNext = end.value(OpKind::Sub, {kNext, lo}, Type::scalar(DType::I32));
-      Value *slotNext = end.value(OpKind::Rem, {relNext, count}, Type::scalar(DType::I32));
-      issueCopies(end, loads, buffers, iv, kNext, slotNext, pred);
-    }
+    bool issueLate = stages >= 3;
+    Builder issue = issueLate ? Builder(body, std::prev(body.ops.end())) : b; // before the yield, or here
+    issue.setLoc(loop_.loc);
+    Value *ahead = issue.constInt(stages - 1);
+    Value *kNext = issue.value(OpKind::Add, {iv, ahead}, Type::scalar(DType::I32));
+    Value *pred = issue.value(OpKind::Lt, {kNext, hi}, Type::scalar(DType::I1));
+    Value *relNext = issue.value(OpKind::Sub, {kNext, lo}, Type::scalar(DType::I32));
+    Value *slotNext = issue.value(OpKind::Rem, {relNext, count}, Type::scalar(DType::I32));
+    issueCopies(issue, loads, buffers, iv, kNext, slotNext, pred);
 
     // The loads become views of the current slot.
     for (size_t i = 0; i < loads.size(); ++i) {

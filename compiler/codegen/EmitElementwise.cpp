@@ -222,20 +222,44 @@ bool KernelEmitter::emitConvert(const Op &op) {
   int64_t wm = src->type.shape[0] / src->type.layout.warpsM;
   int mt = static_cast<int>(wm / 16), kt = static_cast<int>(src->type.shape[1] / 16);
   int nt = kt * 2;
-  // Pack straight from f32 when the source is a rounding of an f32 tile.
+  // Pack straight from f32 when the source is a rounding of an f32 tile,
+  // possibly with its tail columns zeroed: one cvt per pair, no bf16 copy.
   const Value *packed = src;
+  const Op *columnMask = nullptr;
+  if (const Op *def = src->definingOp; def && def->kind == OpKind::Mask && def->intAttr("axis") == 1 &&
+                                       def->floatAttr("fill") == 0.0) {
+    columnMask = def;
+    packed = def->operands[0];
+  }
   bool fromFloat = false;
-  if (src->definingOp && src->definingOp->kind == OpKind::Cast &&
-      src->definingOp->operands[0]->type.dtype == DType::F32 && src->definingOp->operands[0]->type.isRegister() &&
-      src->definingOp->operands[0]->type.layout == src->type.layout) {
-    packed = src->definingOp->operands[0];
+  if (const Op *def = packed->definingOp; def && def->kind == OpKind::Cast &&
+                                          def->operands[0]->type.dtype == DType::F32 &&
+                                          def->operands[0]->type.isRegister() &&
+                                          def->operands[0]->type.layout == src->type.layout) {
+    packed = def->operands[0];
     fromFloat = true;
+  }
+  if (!fromFloat) {
+    packed = src;
+    columnMask = nullptr;
   }
   std::string pack = fromFloat ? (src->type.dtype == DType::BF16 ? "tkc::pack_bf16" : "tkc::pack_f16") : "tkc::pack2";
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", mt * kt * 4));
   out_.line("const int i = x / {}, kk = x / 4 % {}, r = x % 4;", kt * 4, kt);
   out_.line("const int at = (i * {} + kk * 2 + r / 2) * 4 + r % 2 * 2;", nt);
-  out_.line("{}[x] = {}({}[at], {}[at + 1]);", name(result), pack, name(packed), name(packed));
+  if (columnMask) {
+    std::string bound = scalar(columnMask->operands[1]);
+    out_.line("float lo = {}[at], hi = {}[at + 1];", name(packed), name(packed));
+    out_.open(fmt::format("if ({} < {})", bound, src->type.shape[1]));
+    out_.line("const int col = (kk * 2 + r / 2) * 8 + lane % 4 * 2;");
+    out_.line("if (col >= {}) lo = 0.0f;", bound);
+    out_.line("if (col + 1 >= {}) hi = 0.0f;", bound);
+    out_.close();
+    out_.line("{}[x] = {}(lo, hi);", name(result), pack);
+  } else {
+    out_.line("(void)i;");
+    out_.line("{}[x] = {}({}[at], {}[at + 1]);", name(result), pack, name(packed), name(packed));
+  }
   out_.close();
   return true;
 }

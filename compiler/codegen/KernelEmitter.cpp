@@ -106,7 +106,34 @@ void KernelEmitter::comment(const Op &op) {
     out_.line("// {}:{}: {}", sourceName_, op.loc.line, text);
 }
 
+void KernelEmitter::findAbsorbedOps() {
+  std::map<const Value *, int> uses;
+  walk(const_cast<Block &>(kernel_.body), [&](Op &op) {
+    for (Value *operand : op.operands)
+      ++uses[operand];
+  });
+  walk(const_cast<Block &>(kernel_.body), [&](Op &op) {
+    if (op.kind != OpKind::Convert || op.result()->type.layout.kind != LayoutKind::OperandA ||
+        !op.operands[0]->type.isRegister())
+      return;
+    const Value *v = op.operands[0];
+    std::vector<const Op *> chain;
+    if (v->definingOp && v->definingOp->kind == OpKind::Mask && v->definingOp->intAttr("axis") == 1 &&
+        v->definingOp->floatAttr("fill") == 0.0 && uses[v] == 1) {
+      chain.push_back(v->definingOp);
+      v = v->definingOp->operands[0];
+    }
+    const Op *cast = v->definingOp;
+    if (cast && cast->kind == OpKind::Cast && uses[v] == 1 && cast->operands[0]->type.dtype == DType::F32 &&
+        cast->operands[0]->type.isRegister() && cast->operands[0]->type.layout == v->type.layout) {
+      chain.push_back(cast);
+      absorbed_.insert(chain.begin(), chain.end());
+    }
+  });
+}
+
 bool KernelEmitter::emit() {
+  findAbsorbedOps();
   // Parameters: global tensors as pointers plus the strides of all but their
   // innermost dim (which is 1); scalars as ints.
   std::vector<std::string> params;
@@ -161,6 +188,8 @@ void KernelEmitter::emitBlock(const Block &block) {
 }
 
 bool KernelEmitter::emitOp(const Op &op) {
+  if (absorbed_.count(&op))
+    return true;
   if (op.kind != OpKind::Const && op.kind != OpKind::BlockId && op.kind != OpKind::Yield && op.kind != OpKind::Grid)
     comment(op);
   switch (op.kind) {

@@ -6,6 +6,7 @@
 #include "support/Diagnostics.h"
 
 #include <map>
+#include <set>
 #include <string>
 
 namespace tkc::codegen {
@@ -101,6 +102,10 @@ private:
   const SourceManager *sources_;
   CodeWriter &out_;
   DiagnosticEngine &diags_;
+  /// Ops whose work another op's emission does inline (the rounding and
+  /// masking of an A operand that `convert` packs straight from f32).
+  std::set<const ir::Op *> absorbed_;
+  void findAbsorbedOps();
   std::map<const ir::Value *, std::string> names_;
   std::map<std::string, int> nameCounts_;
   int64_t sharedBytes_ = 0;

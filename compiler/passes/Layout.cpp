@@ -338,7 +338,15 @@ private:
         continue;
       if (a->type.layout.kind != LayoutKind::Acc)
         return fail(a, "an mma A operand in registers must come from an mma accumulator or a load");
-      Builder builder(*mma->parent, findOp(*mma->parent, mma));
+      // Pack the operand as soon as it exists: the packed fragments take half
+      // the registers of the unpacked tile, and the wide value it was rounded
+      // from can die earlier. A rounding cast moves up with it.
+      Block &block = *mma->parent;
+      hoistRoundingChain(block, a);
+      auto insertAt = findOp(block, mma);
+      if (Op *def = a->definingOp; def && def->parent == &block)
+        insertAt = std::next(findOp(block, def));
+      Builder builder(block, insertAt);
       builder.setLoc(mma->loc);
       Value *converted = builder.value(OpKind::Convert, {a}, a->type.withLayout(MemSpace::Register, operandA));
       converted->nameHint = a->nameHint;
@@ -355,6 +363,29 @@ private:
         ok = failAt(op, op.operands[1], "the B operand of mma must be loaded from a global tensor");
     });
     return ok;
+  }
+
+  /// Moves the casts and masks that turn a computed tile into `a` up to
+  /// right after the tile's definition, so that the narrow operand replaces
+  /// the wide tile in registers as early as possible.
+  static void hoistRoundingChain(Block &block, Value *a) {
+    std::vector<Op *> chain;
+    Op *source = a->definingOp;
+    while (source && source->parent == &block && (source->kind == OpKind::Cast || source->kind == OpKind::Mask)) {
+      chain.push_back(source);
+      source = source->operands[0]->definingOp;
+    }
+    if (chain.empty() || !source || source->parent != &block)
+      return;
+    auto position = [&](Op *op) { return std::distance(block.ops.begin(), findOp(block, op)); };
+    auto sourcePosition = position(source);
+    for (Op *op : chain)
+      for (size_t i = 1; i < op->operands.size(); ++i)
+        if (Op *def = op->operands[i]->definingOp; def && def->parent == &block && position(def) > sourcePosition)
+          return; // a mask bound computed later: leave the chain where it is
+    auto after = std::next(findOp(block, source));
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+      block.ops.splice(after, block.ops, findOp(block, *it));
   }
 
   static std::list<std::unique_ptr<Op>>::iterator findOp(Block &block, Op *op) {

@@ -211,7 +211,8 @@ void printAfterPhase(const std::string &phase, const ir::Module &module) {
 }
 
 /// Runs everything after parsing; returns the text to write, or nullopt.
-std::optional<std::string> compile(ast::File &file, const Target &target, DiagnosticEngine &diags) {
+std::optional<std::string> compile(ast::File &file, const Target &target, DiagnosticEngine &diags,
+                                   const SourceManager &sources) {
   if (!sema::checkFile(file, diags) || diags.hasErrors())
     return std::nullopt;
   if (emitKind == EmitKind::Ast)
@@ -247,7 +248,8 @@ std::optional<std::string> compile(ast::File &file, const Target &target, Diagno
   if (emitKind == EmitKind::Ir)
     return printIR(*module);
   std::string cuda;
-  if (!codegen::emitCuda(*module, target, inputPath == "-" ? "<stdin>" : inputPath.getValue(), cuda, diags) ||
+  if (!codegen::emitCuda(*module, target, inputPath == "-" ? "<stdin>" : inputPath.getValue(), cuda, diags,
+                         &sources) ||
       diags.hasErrors())
     return std::nullopt;
   return cuda;
@@ -301,7 +303,7 @@ int main(int argc, char **argv) {
     ast::File file = parseFile(tokens, diags);
     tokens.clear();
     if (!diags.hasErrors())
-      output = compile(file, *target, diags);
+      output = compile(file, *target, diags, sources);
   }
   if (!output || diags.hasErrors())
     return 1;

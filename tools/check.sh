@@ -1,15 +1,62 @@
 #!/usr/bin/env bash
-# Builds tkc (installing dependencies if needed) and runs every test: the
-# lit suite (every phase and pass, diagnostics, nvcc compile checks) and
-# the unit tests.
+# Builds tkc (installing dependencies if needed) and runs every test, in
+# three phases:
+#   1. build/: the lit suite (every phase and pass, diagnostics, nvcc
+#      compile checks) and the unit tests;
+#   2. build-asan/: the same suite against a build with AddressSanitizer,
+#      LeakSanitizer and UndefinedBehaviorSanitizer;
+#   3. each fuzzer for a short while (ASan + UBSan), when clang is installed.
+# The last line sums both test runs: `N passed, N failed`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh "$@"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
+passed=0
+failed=0
+
+# Adds the `Passed:` / `Failed:` counts of lit's summary in $log.
+count_results() {
+  local p f
+  p=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log" | tail -1)
+  f=$(sed -n 's/^ *Failed *: *\([0-9]*\).*/\1/p' "$log" | tail -1)
+  echo "$1: ${p:-0} passed, ${f:-0} failed"
+  passed=$((passed + ${p:-0}))
+  failed=$((failed + ${f:-0}))
+}
+
+echo "== phase 1: test suite"
 cmake --build build --target check 2>&1 | tee "$log" || status=$?
-passed=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log" | tail -1)
-failed=$(sed -n 's/^ *Failed *: *\([0-9]*\).*/\1/p' "$log" | tail -1)
-echo "${passed:-0} passed, ${failed:-0} failed"
+count_results "phase 1"
+
+# The nvcc compile tests check the generated CUDA, which phase 1 already
+# did; here only the compiler's own memory safety is in question. -O1 keeps
+# the instrumented build quick to compile and still fast enough to run.
+echo "== phase 2: test suite under ASan + LSan + UBSan (nvcc compile tests skipped: TKC_SKIP_NVCC=1)"
+cmake -S . -B build-asan -G Ninja -DTKC_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" >/dev/null
+# Sanitizer reports go to files rather than stderr: a test that expects
+# tkc to fail (`not tkc ...`) would otherwise pass on a sanitizer abort too.
+reports="$PWD/build-asan/sanitizer-reports"
+rm -rf "$reports" && mkdir -p "$reports"
+TKC_SKIP_NVCC=1 ASAN_OPTIONS="detect_leaks=1:log_path=$reports/asan" \
+  UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan" \
+  cmake --build build-asan --target check 2>&1 | tee "$log" || status=$?
+count_results "phase 2"
+if compgen -G "$reports/*" >/dev/null; then
+  echo "phase 2: sanitizer reports (the tests that caused them may have passed):"
+  cat "$reports"/*
+  failed=$((failed + 1))
+  status=1
+fi
+
+echo "== phase 3: fuzzers, ${TKC_FUZZ_SECONDS:=30} s each"
+if command -v clang++-19 >/dev/null; then
+  tools/fuzz/run.sh "$TKC_FUZZ_SECONDS" || status=$?
+else
+  echo "fuzz: skipped, clang++-19 is not installed"
+fi
+
+echo "${passed} passed, ${failed} failed"
 exit $status

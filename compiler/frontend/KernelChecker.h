@@ -85,7 +85,7 @@ public:
   // --- built-in operations (SemaCalls.cpp) ---
   Type checkCall(const ast::Expr &call);
   Type checkSlice(const ast::Expr &slice, bool forStore);
-  Type checkTileSpec(const ast::Expr &spec, const std::string &callee);
+  Type checkTileSpec(const ast::Expr &spec);
   Type checkLoad(const ast::Expr &call);
   Type checkConstantTile(const ast::Expr &call);
   Type checkMma(const ast::Expr &call);

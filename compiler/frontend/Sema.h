@@ -29,12 +29,6 @@ constexpr size_t kMaxSpecializations = 64;
 /// varying slowest; capped at kMaxSpecializations.
 std::vector<Specialization> specializationsOf(const ast::Kernel &kernel);
 
-/// How a global tensor dimension is read by one slice subscript.
-struct SliceDim {
-  /// Elements read along this dim; 0 when a single index drops the dim.
-  int64_t size = 0;
-};
-
 /// Everything the checker worked out about one kernel under one
 /// specialisation that lowering needs and cannot see in the syntax.
 struct KernelFacts {

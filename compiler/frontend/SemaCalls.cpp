@@ -139,7 +139,7 @@ Type KernelChecker::checkLoad(const Expr &call) {
   return checkSlice(arg, /*forStore=*/false);
 }
 
-Type KernelChecker::checkTileSpec(const Expr &spec, const std::string &callee) {
+Type KernelChecker::checkTileSpec(const Expr &spec) {
   if (spec.kind != ExprKind::TileType) {
     // `f64[64]` parses as a slice of an unknown tensor: say what it is.
     if (spec.kind == ExprKind::Slice && !lookup(spec.name)) {
@@ -173,7 +173,7 @@ Type KernelChecker::checkConstantTile(const Expr &call) {
   bool isFill = call.name == "fill";
   if (!checkArgCount(call, isFill ? 2 : 1))
     return Type::invalid();
-  Type tile = checkTileSpec(call.operand(0), call.name);
+  Type tile = checkTileSpec(call.operand(0));
   if (!isFill)
     return tile;
   const Expr &valueExpr = call.operand(1);

@@ -1,6 +1,7 @@
 // Register-tile computation: elementwise maps, reductions, broadcasts and
 // layout conversions. Every tile is a flat per-thread array; loops over it
 // are fully unrolled, so the array lives in registers.
+#include "codegen/Expressions.h"
 #include "codegen/KernelEmitter.h"
 
 namespace tkc::codegen {
@@ -37,44 +38,26 @@ void KernelEmitter::emitElementwise(const Op &op) {
     if (isFloat(operand->type.dtype))
       computeInFloat = true;
   bool isFloatOp = computeInFloat && op.kind != OpKind::Select && op.kind != OpKind::Cast;
-  auto a = [&](size_t i) { return element(op.operands[i], "x", isFloatOp); };
-  std::string expr;
-  switch (op.kind) {
-  case OpKind::Add: expr = fmt::format("{} + {}", a(0), a(1)); break;
-  case OpKind::Sub: expr = fmt::format("{} - {}", a(0), a(1)); break;
-  case OpKind::Mul: expr = fmt::format("{} * {}", a(0), a(1)); break;
-  case OpKind::Div: expr = fmt::format("{} / {}", a(0), a(1)); break;
-  case OpKind::Rem: expr = isFloatOp ? fmt::format("fmodf({}, {})", a(0), a(1)) : fmt::format("{} % {}", a(0), a(1)); break;
-  case OpKind::Max: expr = fmt::format("{}({}, {})", isFloatOp ? "fmaxf" : "max", a(0), a(1)); break;
-  case OpKind::Min: expr = fmt::format("{}({}, {})", isFloatOp ? "fminf" : "min", a(0), a(1)); break;
-  case OpKind::Lt: expr = fmt::format("{} < {}", a(0), a(1)); break;
-  case OpKind::Le: expr = fmt::format("{} <= {}", a(0), a(1)); break;
-  case OpKind::Gt: expr = fmt::format("{} > {}", a(0), a(1)); break;
-  case OpKind::Ge: expr = fmt::format("{} >= {}", a(0), a(1)); break;
-  case OpKind::Eq: expr = fmt::format("{} == {}", a(0), a(1)); break;
-  case OpKind::Ne: expr = fmt::format("{} != {}", a(0), a(1)); break;
-  case OpKind::And: expr = fmt::format("{} && {}", a(0), a(1)); break;
-  case OpKind::Or: expr = fmt::format("{} || {}", a(0), a(1)); break;
-  case OpKind::Select: {
+  std::optional<std::string> mapped;
+  if (op.kind == OpKind::Select) {
     bool f = isFloat(dtype);
-    expr = fmt::format("{} ? {} : {}", element(op.operands[0], "x", false), element(op.operands[1], "x", f),
-                       element(op.operands[2], "x", f));
-    break;
+    mapped = operatorExpression(op.kind,
+                                {element(op.operands[0], "x", false), element(op.operands[1], "x", f),
+                                 element(op.operands[2], "x", f)},
+                                f, MathPrecision::Fast);
+  } else if (op.kind == OpKind::Cast) {
+    mapped = element(op.operands[0], "x", isFloat(dtype) && isFloat(op.operands[0]->type.dtype));
+  } else {
+    std::vector<std::string> args;
+    for (const Value *operand : op.operands)
+      args.push_back(element(operand, "x", isFloatOp));
+    mapped = operatorExpression(op.kind, args, isFloatOp, MathPrecision::Fast);
   }
-  case OpKind::Neg: expr = fmt::format("-{}", a(0)); break;
-  case OpKind::Exp: expr = fmt::format("__expf({})", a(0)); break;
-  case OpKind::Exp2: expr = fmt::format("tkc::exp2_approx({})", a(0)); break;
-  case OpKind::Log: expr = fmt::format("__logf({})", a(0)); break;
-  case OpKind::Log2: expr = fmt::format("__log2f({})", a(0)); break;
-  case OpKind::Sqrt: expr = fmt::format("sqrtf({})", a(0)); break;
-  case OpKind::Rsqrt: expr = fmt::format("rsqrtf({})", a(0)); break;
-  case OpKind::Abs: expr = fmt::format("fabsf({})", a(0)); break;
-  case OpKind::Tanh: expr = fmt::format("tanhf({})", a(0)); break;
-  case OpKind::Cast: expr = element(op.operands[0], "x", isFloat(dtype) && isFloat(op.operands[0]->type.dtype)); break;
-  default:
+  if (!mapped) {
     unsupported(op, fmt::format("tile operation `{}`", mnemonicOf(op.kind)));
     return;
   }
+  std::string expr = *mapped;
   declareName(result);
   declareTile(result);
   int count = fragmentOf(result->type).count();

@@ -59,6 +59,43 @@ std::string hostExpr(const Op &op, const std::map<const Value *, std::string> &n
   }
 }
 
+/// Kernels that need more than 48 KiB of dynamic shared memory must say so
+/// once before their first launch.
+void emitSharedMemoryOptIn(const LaunchVariant &variant, CodeWriter &out) {
+  if (variant.sharedBytes <= 48 * 1024)
+    return;
+  out.line("static bool configured = false;");
+  out.open("if (!configured)");
+  out.line("cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, {});", variant.functionName,
+           variant.sharedBytes);
+  out.line("configured = true;");
+  out.close();
+}
+
+/// The kernel's arguments in parameter order: each tensor's data pointer and
+/// outer strides, then the scalar symbols (specialised ones as constants).
+std::vector<std::string> kernelArguments(const Kernel &k, const std::map<std::string, DimPosition> &symbols) {
+  std::vector<std::string> args;
+  for (auto &arg : k.body.args) {
+    if (arg->type.isGlobal()) {
+      const std::string &n = arg->nameHint;
+      args.push_back(fmt::format("static_cast<{}{} *>({}->data)", arg->type.isOutput ? "" : "const ",
+                                 elementCType(arg->type.dtype), n));
+      for (size_t d = 0; d + 1 < arg->type.dims.size(); ++d)
+        args.push_back(fmt::format("{}->strides[{}]", n, d));
+    } else if (symbols.count(arg->nameHint)) {
+      args.push_back(fmt::format("int({})", arg->nameHint));
+    } else {
+      int64_t value = 0;
+      for (auto &[p, v] : k.specialization)
+        if (p == arg->nameHint)
+          value = v;
+      args.push_back(std::to_string(value));
+    }
+  }
+  return args;
+}
+
 // --- sm_90a launches: tensor maps and persistent grids ------------------------
 
 /// The launch of a kernel that reads through bulk tensor copies: it builds
@@ -115,32 +152,8 @@ void emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const st
     out.line("  return {}_fail(TKC_ERROR_LAUNCH, \"could not encode the tensor map of {}\");", fn, n);
     mapArgs.push_back(n + "_tmap");
   }
-  if (variant.sharedBytes > 48 * 1024) {
-    out.line("static bool configured = false;");
-    out.open("if (!configured)");
-    out.line("cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, {});", variant.functionName,
-             variant.sharedBytes);
-    out.line("configured = true;");
-    out.close();
-  }
-  std::vector<std::string> args;
-  for (auto &arg : k.body.args) {
-    if (arg->type.isGlobal()) {
-      const std::string &n = arg->nameHint;
-      args.push_back(fmt::format("static_cast<{}{} *>({}->data)", arg->type.isOutput ? "" : "const ",
-                                 elementCType(arg->type.dtype), n));
-      for (size_t d = 0; d + 1 < arg->type.dims.size(); ++d)
-        args.push_back(fmt::format("{}->strides[{}]", n, d));
-    } else if (symbols.count(arg->nameHint)) {
-      args.push_back(fmt::format("int({})", arg->nameHint));
-    } else {
-      int64_t value = 0;
-      for (auto &[p, v] : k.specialization)
-        if (p == arg->nameHint)
-          value = v;
-      args.push_back(std::to_string(value));
-    }
-  }
+  emitSharedMemoryOptIn(variant, out);
+  std::vector<std::string> args = kernelArguments(k, symbols);
   args.insert(args.end(), mapArgs.begin(), mapArgs.end());
   std::string argText;
   for (size_t i = 0; i < args.size(); ++i)
@@ -315,32 +328,8 @@ void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVaria
     out.line("const dim3 grid{{unsigned({}), unsigned({}), unsigned({})}};", grid[0], grid[1], grid[2]);
     out.line("if (grid.x == 0 || grid.y == 0 || grid.z == 0) return TKC_OK; // nothing to do");
     out.line("if (grid.y > 65535 || grid.z > 65535) return {}_fail(TKC_ERROR_SHAPE, \"grid is too large\");", fn);
-    if (variant.sharedBytes > 48 * 1024) {
-      out.line("static bool configured = false;");
-      out.open("if (!configured)");
-      out.line("cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, {});", variant.functionName,
-               variant.sharedBytes);
-      out.line("configured = true;");
-      out.close();
-    }
-    std::vector<std::string> args;
-    for (auto &arg : k.body.args) {
-      if (arg->type.isGlobal()) {
-        const std::string &n = arg->nameHint;
-        args.push_back(fmt::format("static_cast<{}{} *>({}->data)", arg->type.isOutput ? "" : "const ",
-                                   elementCType(arg->type.dtype), n));
-        for (size_t d = 0; d + 1 < arg->type.dims.size(); ++d)
-          args.push_back(fmt::format("{}->strides[{}]", n, d));
-      } else if (symbols.count(arg->nameHint)) {
-        args.push_back(fmt::format("int({})", arg->nameHint));
-      } else {
-        int64_t value = 0;
-        for (auto &[p, v] : k.specialization)
-          if (p == arg->nameHint)
-            value = v;
-        args.push_back(std::to_string(value));
-      }
-    }
+    emitSharedMemoryOptIn(variant, out);
+    std::vector<std::string> args = kernelArguments(k, symbols);
     std::string argText;
     for (size_t i = 0; i < args.size(); ++i)
       argText += (i ? ", " : "") + args[i];

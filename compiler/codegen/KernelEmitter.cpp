@@ -1,4 +1,5 @@
 #include "codegen/KernelEmitter.h"
+#include "codegen/Expressions.h"
 
 #include <cmath>
 #include <set>
@@ -269,42 +270,18 @@ bool KernelEmitter::emitOp(const Op &op) {
 
 /// Scalar ops become `const` locals: arithmetic is the same in every thread.
 void KernelEmitter::emitScalar(const Op &op) {
-  auto a = [&](size_t i) { return scalar(op.operands[i]); };
-  bool isFloatResult = isFloat(op.result()->type.dtype);
-  std::string expr;
-  switch (op.kind) {
-  case OpKind::Add: expr = fmt::format("{} + {}", a(0), a(1)); break;
-  case OpKind::Sub: expr = fmt::format("{} - {}", a(0), a(1)); break;
-  case OpKind::Mul: expr = fmt::format("{} * {}", a(0), a(1)); break;
-  case OpKind::Div: expr = fmt::format("{} / {}", a(0), a(1)); break;
-  case OpKind::Rem: expr = isFloatResult ? fmt::format("fmodf({}, {})", a(0), a(1)) : fmt::format("{} % {}", a(0), a(1)); break;
-  case OpKind::Max: expr = fmt::format("{}({}, {})", isFloatResult ? "fmaxf" : "max", a(0), a(1)); break;
-  case OpKind::Min: expr = fmt::format("{}({}, {})", isFloatResult ? "fminf" : "min", a(0), a(1)); break;
-  case OpKind::CDiv: expr = fmt::format("({} + {} - 1) / {}", a(0), a(1), a(1)); break;
-  case OpKind::Lt: expr = fmt::format("{} < {}", a(0), a(1)); break;
-  case OpKind::Le: expr = fmt::format("{} <= {}", a(0), a(1)); break;
-  case OpKind::Gt: expr = fmt::format("{} > {}", a(0), a(1)); break;
-  case OpKind::Ge: expr = fmt::format("{} >= {}", a(0), a(1)); break;
-  case OpKind::Eq: expr = fmt::format("{} == {}", a(0), a(1)); break;
-  case OpKind::Ne: expr = fmt::format("{} != {}", a(0), a(1)); break;
-  case OpKind::And: expr = fmt::format("{} && {}", a(0), a(1)); break;
-  case OpKind::Or: expr = fmt::format("{} || {}", a(0), a(1)); break;
-  case OpKind::Select: expr = fmt::format("{} ? {} : {}", a(0), a(1), a(2)); break;
-  case OpKind::Neg: expr = fmt::format("-{}", a(0)); break;
-  case OpKind::Exp: expr = fmt::format("expf({})", a(0)); break;
-  case OpKind::Exp2: expr = fmt::format("exp2f({})", a(0)); break;
-  case OpKind::Log: expr = fmt::format("logf({})", a(0)); break;
-  case OpKind::Log2: expr = fmt::format("log2f({})", a(0)); break;
-  case OpKind::Sqrt: expr = fmt::format("sqrtf({})", a(0)); break;
-  case OpKind::Rsqrt: expr = fmt::format("rsqrtf({})", a(0)); break;
-  case OpKind::Abs: expr = fmt::format("{}({})", isFloatResult ? "fabsf" : "abs", a(0)); break;
-  case OpKind::Tanh: expr = fmt::format("tanhf({})", a(0)); break;
-  case OpKind::Cast: expr = fmt::format("{}({})", cType(op.result()->type.dtype), a(0)); break;
-  default:
+  std::vector<std::string> args;
+  for (const Value *operand : op.operands)
+    args.push_back(scalar(operand));
+  bool floatMath = isFloat(op.result()->type.dtype);
+  std::optional<std::string> expr =
+      op.kind == OpKind::Cast ? fmt::format("{}({})", cType(op.result()->type.dtype), args[0])
+                              : operatorExpression(op.kind, args, floatMath, MathPrecision::Accurate);
+  if (!expr) {
     unsupported(op, fmt::format("scalar operation `{}`", mnemonicOf(op.kind)));
     return;
   }
-  out_.line("const {} {} = {};", cType(op.result()->type.dtype), declareName(op.result()), expr);
+  out_.line("const {} {} = {};", cType(op.result()->type.dtype), declareName(op.result()), *expr);
 }
 
 /// Loop-carried values live in variables declared before the loop; `yield`

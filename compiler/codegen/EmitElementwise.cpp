@@ -29,6 +29,46 @@ std::string KernelEmitter::element(const Value *v, const std::string &flat, bool
   return e;
 }
 
+/// The smallest and largest value of an index expression over a tile: sums
+/// and differences of scalars and `iota`s.
+std::optional<std::pair<std::string, std::string>> KernelEmitter::indexRange(const Value *v) {
+  if (v->type.isScalar() && v->type.dtype == DType::I32)
+    return std::make_pair(scalar(v), scalar(v));
+  const Op *def = v->definingOp;
+  if (!def || v->type.dtype != DType::I32)
+    return std::nullopt;
+  if (def->kind == OpKind::Iota) {
+    int64_t extent = v->type.shape[def->intAttr("axis")];
+    return std::make_pair(std::string("0"), std::to_string(extent - 1));
+  }
+  if (def->kind != OpKind::Add && def->kind != OpKind::Sub)
+    return std::nullopt;
+  auto a = indexRange(def->operands[0]), b = indexRange(def->operands[1]);
+  if (!a || !b)
+    return std::nullopt;
+  if (def->kind == OpKind::Add)
+    return std::make_pair(fmt::format("({} + {})", a->first, b->first), fmt::format("({} + {})", a->second, b->second));
+  return std::make_pair(fmt::format("({} - {})", a->first, b->second), fmt::format("({} - {})", a->second, b->first));
+}
+
+/// A block-uniform condition under which every element of the i1 tile `cond`
+/// is true, when `cond` compares index expressions.
+std::optional<std::string> KernelEmitter::wholeTileCondition(const Value *cond) {
+  const Op *def = cond->definingOp;
+  if (!def || def->operands.size() != 2)
+    return std::nullopt;
+  auto a = indexRange(def->operands[0]), b = indexRange(def->operands[1]);
+  if (!a || !b)
+    return std::nullopt;
+  switch (def->kind) {
+  case OpKind::Ge: return fmt::format("{} >= {}", a->first, b->second);
+  case OpKind::Gt: return fmt::format("{} > {}", a->first, b->second);
+  case OpKind::Le: return fmt::format("{} <= {}", a->second, b->first);
+  case OpKind::Lt: return fmt::format("{} < {}", a->second, b->first);
+  default: return std::nullopt;
+  }
+}
+
 void KernelEmitter::emitElementwise(const Op &op) {
   const Value *result = op.result();
   DType dtype = result->type.dtype;
@@ -68,6 +108,19 @@ void KernelEmitter::emitElementwise(const Op &op) {
     expr = fmt::format("__float2half({})", expr);
   else
     expr = fmt::format("{}({})", cast, expr);
+  // A select on an index comparison that holds for the whole tile (a causal
+  // mask on a block below the diagonal) is decided once for the block.
+  std::optional<std::string> always =
+      op.kind == OpKind::Select && op.operands[0]->type.isTile() ? wholeTileCondition(op.operands[0]) : std::nullopt;
+  if (always && op.operands[1]->type == result->type) {
+    out_.open(fmt::format("if ({})", *always));
+    out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", count, name(result), name(op.operands[1]));
+    out_.dedent();
+    out_.open("} else");
+    out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", count, name(result), expr);
+    out_.close();
+    return;
+  }
   out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", count, name(result), expr);
 }
 

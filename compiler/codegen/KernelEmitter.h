@@ -6,6 +6,7 @@
 #include "support/Diagnostics.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -61,6 +62,8 @@ private:
 
   // EmitElementwise.cpp
   void emitElementwise(const ir::Op &op);
+  std::optional<std::pair<std::string, std::string>> indexRange(const ir::Value *v);
+  std::optional<std::string> wholeTileCondition(const ir::Value *cond);
   void emitFill(const ir::Op &op);
   void emitIota(const ir::Op &op);
   void emitMask(const ir::Op &op);

@@ -106,14 +106,14 @@ size_t utf8SequenceLength(std::string_view s) {
   return length;
 }
 
-/// A character as it should appear inside backquotes in a message: printable
-/// ASCII and well-formed UTF-8 as is, anything else as \xNN escapes.
 /// A literal as quoted in a message: long ones are cut short.
 std::string literalForMessage(const std::string &text) {
   constexpr size_t kMaxShown = 32;
   return text.size() <= kMaxShown ? text : text.substr(0, kMaxShown) + "...";
 }
 
+/// A character as it should appear inside backquotes in a message: printable
+/// ASCII and well-formed UTF-8 as is, anything else as \xNN escapes.
 std::string printableCharacter(std::string_view bytes) {
   if (bytes.size() > 1)
     return std::string(bytes);

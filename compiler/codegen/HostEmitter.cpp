@@ -59,6 +59,42 @@ std::string hostExpr(const Op &op, const std::map<const Value *, std::string> &n
   }
 }
 
+/// The alignment in bytes that the kernels' accesses to tensor parameter
+/// `index` need of its data pointer and row strides: 16 for 16-byte vector
+/// and asynchronous copies, 4 for pairs of 16-bit elements, else one element.
+int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
+  int bytes = 1;
+  for (const LaunchVariant &variant : variants) {
+    const Value *global = nullptr;
+    size_t seen = 0;
+    for (auto &arg : variant.kernel->body.args)
+      if (arg->type.isGlobal() && seen++ == index)
+        global = arg.get();
+    int element = dtypeBytes(global->type.dtype);
+    bytes = std::max(bytes, element);
+    walk(const_cast<Block &>(variant.kernel->body), [&](Op &op) {
+      bool uses = false;
+      for (const Value *operand : op.operands)
+        uses = uses || operand == global;
+      if (!uses)
+        return;
+      const Type *tile = op.kind == OpKind::Load    ? &op.result()->type
+                         : op.kind == OpKind::Store ? &op.operands[1]->type
+                                                    : nullptr;
+      if (!tile) {
+        bytes = std::max(bytes, 16); // asynchronous and bulk tensor copies
+        return;
+      }
+      LayoutKind layout = tile->layout.kind;
+      if (tile->isShared() || layout == LayoutKind::Strip || layout == LayoutKind::StripCol)
+        bytes = std::max(bytes, 16);
+      else if (layout == LayoutKind::Acc && op.kind == OpKind::Store && element == 2)
+        bytes = std::max(bytes, 4);
+    });
+  }
+  return bytes;
+}
+
 /// Kernels that need more than 48 KiB of dynamic shared memory must say so
 /// once before their first launch.
 void emitSharedMemoryOptIn(const LaunchVariant &variant, CodeWriter &out) {
@@ -240,17 +276,20 @@ void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVaria
   out.line("// Checks the arguments, picks the specialisation and launches; 0 on success.");
   out.open(fmt::format("extern \"C\" int {}({})", fn, signature));
   out.line("{}_message[0] = 0;", fn);
+  size_t tensorIndex = 0;
   for (auto *t : tensors) {
     const std::string &n = t->nameHint;
     size_t rank = t->type.dims.size();
-    int align = 16 / (t->type.dtype == DType::F32 || t->type.dtype == DType::I32 ? 4 : 2);
+    int alignBytes = accessAlignment(variants, tensorIndex++);
+    int align = alignBytes / dtypeBytes(t->type.dtype);
     out.line("if (!{0} || !{0}->data) return {1}_fail(TKC_ERROR_NULL_POINTER, \"{0} is null\");", n, fn);
     out.line("if ({0}->rank != {2}) return {1}_fail(TKC_ERROR_SHAPE, \"{0} must have rank {2}, not %d\", (int){0}->rank);",
              n, fn, rank);
     out.line("if ({0}->strides[{2}] != 1) return {1}_fail(TKC_ERROR_STRIDE, \"{0} must have unit stride in its last dim\");",
              n, fn, rank - 1);
-    out.line("if (reinterpret_cast<uintptr_t>({0}->data) % 16) return {1}_fail(TKC_ERROR_ALIGNMENT, \"{0} must be 16-byte aligned\");",
-             n, fn);
+    out.line("if (reinterpret_cast<uintptr_t>({0}->data) % {2}) return {1}_fail(TKC_ERROR_ALIGNMENT, \"{0} must be "
+             "{2}-byte aligned\");",
+             n, fn, alignBytes);
     for (size_t d = 0; d + 1 < rank; ++d)
       out.line("if ({0}->strides[{2}] < 0 || {0}->strides[{2}] % {3}) return {1}_fail(TKC_ERROR_ALIGNMENT, "
                "\"{0}.strides[{2}] must be a non-negative multiple of {3}\");",

@@ -291,9 +291,14 @@ void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVaria
              "{2}-byte aligned\");",
              n, fn, alignBytes);
     for (size_t d = 0; d + 1 < rank; ++d)
-      out.line("if ({0}->strides[{2}] < 0 || {0}->strides[{2}] % {3}) return {1}_fail(TKC_ERROR_ALIGNMENT, "
-               "\"{0}.strides[{2}] must be a non-negative multiple of {3}\");",
-               n, fn, d, align);
+      if (align > 1)
+        out.line("if ({0}->strides[{2}] < 0 || {0}->strides[{2}] % {3}) return {1}_fail(TKC_ERROR_ALIGNMENT, "
+                 "\"{0}.strides[{2}] must be a non-negative multiple of {3}\");",
+                 n, fn, d, align);
+      else
+        out.line("if ({0}->strides[{2}] < 0) return {1}_fail(TKC_ERROR_STRIDE, \"{0}.strides[{2}] must be "
+                 "non-negative\");",
+                 n, fn, d);
     for (size_t d = 0; d < rank; ++d)
       out.line("if ({0}->sizes[{2}] < 0 || {0}->sizes[{2}] > 0x7fffffff) return {1}_fail(TKC_ERROR_SHAPE, "
                "\"{0}.sizes[{2}] is out of range\");",

@@ -148,7 +148,7 @@ class AttnFwd(Workload):
     main_output = "O"
     peer_names = ["cuDNN", "flash"]
     tolerances = {"O": 1e-2, "L": 1e-3}
-    check_sizes = [dict(B=2, H=3, N=n, D=d, causal=c) for d in (64, 128) for c in (0, 1) for n in (128, 1000, 1024, 4000)]
+    check_sizes = [dict(B=2, H=3, N=n, D=d, causal=c) for d in (64, 128) for c in (0, 1) for n in (128, 150, 1000, 1024, 4000)]
     bench_sizes = _attn_sizes((1024, 2048, 4096, 8192, 16384))
     quick_sizes = _attn_sizes((4096,))
     argcheck_size = dict(B=1, H=2, N=128, D=64, causal=0)

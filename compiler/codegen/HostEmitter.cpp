@@ -95,6 +95,28 @@ int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
   return bytes;
 }
 
+/// Prints the scalar ops of the launch block as host locals and returns the
+/// three grid extents (`num_sms` reads the `multiprocessors` local).
+std::vector<std::string> emitGridExtents(const Kernel &k, std::map<const Value *, std::string> &names,
+                                         CodeWriter &out) {
+  int temp = 0;
+  std::vector<std::string> grid{"1", "1", "1"};
+  for (auto &op : k.launch.ops) {
+    if (op->kind == OpKind::Const)
+      continue;
+    if (op->kind == OpKind::Grid) {
+      for (size_t i = 0; i < 3 && i < op->operands.size(); ++i)
+        grid[i] = hostScalar(op->operands[i], names);
+      continue;
+    }
+    std::string n = fmt::format("g{}", temp++);
+    std::string expr = op->kind == OpKind::NumSms ? std::string("(long long)multiprocessors") : hostExpr(*op, names);
+    out.line("const long long {} = {};", n, expr);
+    names[op->result()] = n;
+  }
+  return grid;
+}
+
 /// Kernels that need more than 48 KiB of dynamic shared memory must say so
 /// once before their first launch.
 void emitSharedMemoryOptIn(const LaunchVariant &variant, CodeWriter &out) {
@@ -155,21 +177,7 @@ void emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const st
     out.line("if (multiprocessors <= 0) multiprocessors = 1;");
     out.close();
   }
-  int temp = 0;
-  std::vector<std::string> grid{"1", "1", "1"};
-  for (auto &op : k.launch.ops) {
-    if (op->kind == OpKind::Const)
-      continue;
-    if (op->kind == OpKind::Grid) {
-      for (size_t i = 0; i < 3 && i < op->operands.size(); ++i)
-        grid[i] = hostScalar(op->operands[i], names);
-      continue;
-    }
-    std::string n = fmt::format("g{}", temp++);
-    std::string expr = op->kind == OpKind::NumSms ? std::string("(long long)multiprocessors") : hostExpr(*op, names);
-    out.line("const long long {} = {};", n, expr);
-    names[op->result()] = n;
-  }
+  std::vector<std::string> grid = emitGridExtents(k, names, out);
   out.line("const dim3 grid{{unsigned({}), unsigned({}), unsigned({})}};", grid[0], grid[1], grid[2]);
   out.line("if (grid.x == 0 || grid.y == 0 || grid.z == 0) return TKC_OK; // nothing to do");
 
@@ -355,20 +363,7 @@ void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVaria
     std::map<const Value *, std::string> names;
     for (auto &arg : k.launch.args)
       names[arg.get()] = symbols.count(arg->nameHint) ? arg->nameHint : "0LL";
-    int temp = 0;
-    std::vector<std::string> grid{"1", "1", "1"};
-    for (auto &op : k.launch.ops) {
-      if (op->kind == OpKind::Const)
-        continue;
-      if (op->kind == OpKind::Grid) {
-        for (size_t i = 0; i < 3 && i < op->operands.size(); ++i)
-          grid[i] = hostScalar(op->operands[i], names);
-        continue;
-      }
-      std::string n = fmt::format("g{}", temp++);
-      out.line("const long long {} = {};", n, hostExpr(*op, names));
-      names[op->result()] = n;
-    }
+    std::vector<std::string> grid = emitGridExtents(k, names, out);
     out.line("const dim3 grid{{unsigned({}), unsigned({}), unsigned({})}};", grid[0], grid[1], grid[2]);
     out.line("if (grid.x == 0 || grid.y == 0 || grid.z == 0) return TKC_OK; // nothing to do");
     out.line("if (grid.y > 65535 || grid.z > 65535) return {}_fail(TKC_ERROR_SHAPE, \"grid is too large\");", fn);

@@ -48,6 +48,17 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+/// The warps of one warpgroup meet at named barrier `id` (1 + warpgroup;
+/// barrier 0 is __syncthreads).
+__device__ __forceinline__ void warpgroup_sync(int id) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
+}
+
+/// Writes 32 bits to shared memory at byte address `addr`.
+__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t value) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(value) : "memory");
+}
+
 /// Hands registers back (dec) or takes more (inc) for the calling warpgroup.
 template <int Registers> __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Registers));
@@ -65,6 +76,30 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
                ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
                : "memory");
+}
+
+/// Copies `src` in shared memory to the box at coordinates (c0 innermost, c1)
+/// of the tensor map, as part of this thread's current bulk group. Elements
+/// outside the tensor are not written.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];\n"
+               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(src), "r"(c0), "r"(c1)
+               : "memory");
+}
+
+/// Closes this thread's current group of bulk stores.
+__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+/// Waits until at most `Pending` of this thread's bulk store groups are still
+/// reading their shared-memory source.
+template <int Pending> __device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(Pending) : "memory");
+}
+
+/// Waits until at most `Pending` of this thread's bulk store groups are
+/// incomplete (their writes done).
+template <int Pending> __device__ __forceinline__ void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(Pending) : "memory");
 }
 
 /// Pulls a tensor map into the cache ahead of its first use.

@@ -18,6 +18,8 @@ using namespace ir;
 namespace {
 /// Bytes of one 128-byte-swizzled panel row.
 constexpr int kPanelRowBytes = 128;
+/// Rows of a tile that one consumer warpgroup owns.
+constexpr int64_t kWarpgroupRows = 64;
 
 int64_t slotBytes(const Type &t) { return t.numElements() * dtypeBytes(t.dtype); }
 int64_t panelColumns(const Type &t) { return kPanelRowBytes / dtypeBytes(t.dtype); }
@@ -27,6 +29,8 @@ std::vector<TensorMapUse> tensorMapsOf(const Kernel &kernel) {
   std::vector<TensorMapUse> maps;
   std::set<const Value *> seen;
   walk(const_cast<Block &>(kernel.body), [&](Op &op) {
+    if (op.kind == OpKind::TmaStore && seen.insert(op.operands[1]).second)
+      maps.push_back({op.operands[1], kWarpgroupRows, panelColumns(op.operands[0]->type)});
     if (op.kind != OpKind::TmaLoad || !seen.insert(op.operands[3]).second)
       return;
     const Type &tile = op.operands[0]->type;
@@ -120,6 +124,20 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
       out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) tkc::fence_operand({}[x]);", fragmentOf(acc->type).count(),
                 name(acc));
     return true;
+  case OpKind::SmemStore:
+    return emitSmemStore(op);
+  case OpKind::FenceProxyAsync:
+    out_.line("tkc::fence_proxy_async_shared();");
+    return true;
+  case OpKind::WarpgroupBarrier:
+    out_.line("tkc::warpgroup_sync(1 + warp / 4);");
+    return true;
+  case OpKind::TmaStore:
+    return emitTmaStore(op);
+  case OpKind::TmaStoreWait:
+    out_.line("if (threadIdx.x % 128 == 0) tkc::bulk_wait_group{}<{}>();", op.intAttr("read") ? "_read" : "",
+              op.intAttr("pending"));
+    return true;
   case OpKind::WarpgroupRole: {
     int first = roleWarpgroups_, count = static_cast<int>(op.intAttr("warpgroups", 1));
     int regs = static_cast<int>(op.intAttr("regs"));
@@ -168,6 +186,48 @@ void KernelEmitter::closeRoleIssuers() {
   if (roleIssuerOpen_)
     out_.close();
   roleIssuerOpen_ = false;
+}
+
+/// Every thread writes its accumulator pairs into the staging panels: a
+/// warp's 32 four-byte writes cover eight rows whose chunks the swizzle
+/// spreads over all 32 banks.
+bool KernelEmitter::emitSmemStore(const Op &op) {
+  const Value *buf = op.operands[0];
+  const Value *value = op.operands[1];
+  if (dtypeBytes(value->type.dtype) != 2)
+    return unsupported(op, "a staged store of 32-bit elements");
+  Fragment f = fragmentOf(value->type);
+  int64_t cols = panelColumns(buf->type), panelBytes = buf->type.shape[0] * kPanelRowBytes;
+  int64_t perChunk = 16 / dtypeBytes(value->type.dtype);
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += 2)", f.count()));
+  out_.line("{}", f.decompose("x", f.row + " " + f.col));
+  out_.line("const int row = {}, col = {};", f.row, f.col);
+  out_.line("tkc::st_shared_b32({} + col / {} * {} + row * {} + ((col % {} / {}) ^ (row % 8)) * 16 + col % {} * {}, "
+            "tkc::pack2({}[x], {}[x + 1]));",
+            name(buf), cols, panelBytes, kPanelRowBytes, cols, perChunk, perChunk, dtypeBytes(value->type.dtype),
+            name(value), name(value));
+  out_.close();
+  return true;
+}
+
+/// One thread of each consumer warpgroup copies the warpgroup's rows of the
+/// staging tile out, a box per panel, and closes them as one bulk group.
+bool KernelEmitter::emitTmaStore(const Op &op) {
+  const Value *buf = op.operands[0];
+  const Value *global = op.operands[1];
+  const Type &tile = buf->type;
+  if (global->type.dims.size() != 2)
+    return unsupported(op, "a bulk tensor store of this tile");
+  std::string row = scalar(op.operands[2]), col = scalar(op.operands[3]);
+  int64_t cols = panelColumns(tile), panelBytes = tile.shape[0] * kPanelRowBytes;
+  out_.open("if (threadIdx.x % 128 == 0)");
+  out_.line("const int rows = warp_m / 4 * {};", kWarpgroupRows);
+  for (int64_t p = 0; p < tile.shape[1] / cols; ++p)
+    out_.line("tkc::tma_store_2d(&{}_tmap, {} + {} + rows * {}, {}{}, {} + rows);", name(global), name(buf),
+              p * panelBytes, kPanelRowBytes, col, p ? fmt::format(" + {}", p * cols) : "", row);
+  out_.line("tkc::bulk_commit_group();");
+  out_.close();
+  return true;
 }
 
 /// One warpgroup multiplies its 64 rows of the tile: BK/16 wgmma

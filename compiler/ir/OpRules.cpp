@@ -263,6 +263,42 @@ std::string checkAsyncLoad(const Op &op) {
   return checkAccessSizes(op, operandType(op, 3), buffer);
 }
 
+/// A shared tile in the 128-byte-swizzled panels that bulk tensor copies use.
+std::string checkSwizzledPanel(const Op &op, size_t index) {
+  const Type &tile = operandType(op, index);
+  if (!tile.isShared() || tile.layout.kind != LayoutKind::Swizzle128 || tile.stages != 0)
+    return fmt::format("operand #{} must be an unstaged #swizzle128 shared tile, but is {}", index, tile.str());
+  return "";
+}
+
+std::string checkSmemStore(const Op &op) {
+  if (auto error = checkCounts(op, 2, 0); !error.empty())
+    return error;
+  if (auto error = checkSwizzledPanel(op, 0); !error.empty())
+    return error;
+  const Type &buffer = operandType(op, 0), &value = operandType(op, 1);
+  if (!value.isRegister() || value.layout.kind != LayoutKind::Acc)
+    return fmt::format("stored value must be an #acc register tile, but is {}", value.str());
+  if (value.shape != buffer.shape || value.dtype != buffer.dtype)
+    return fmt::format("stores {} into {}: shape and element type must match", value.str(), buffer.str());
+  return "";
+}
+
+std::string checkTmaStore(const Op &op) {
+  if (!op.results.empty())
+    return countMismatch("result", 0, op.results.size());
+  if (op.operands.size() < 2)
+    return "expects a shared buffer, a global tensor and offsets";
+  if (auto error = checkSwizzledPanel(op, 0); !error.empty())
+    return error;
+  if (auto error = checkGlobalAccess(op, 1, 2); !error.empty())
+    return error;
+  const Type &global = operandType(op, 1);
+  if (!global.isOutput)
+    return fmt::format("stores to {}, which is not declared `out`", global.str());
+  return checkAccessSizes(op, global, operandType(op, 0));
+}
+
 // --- tile ops ---------------------------------------------------------------
 
 std::string checkMma(const Op &op) {
@@ -510,7 +546,17 @@ std::string checkOpRules(const Op &op) {
     return checkIntAttr(op, "pending", Presence::Required, 0, 64);
   case OpKind::AsyncCommit:
   case OpKind::Barrier:
+  case OpKind::FenceProxyAsync:
+  case OpKind::WarpgroupBarrier:
     return checkCounts(op, 0, 0);
+  case OpKind::SmemStore: return checkSmemStore(op);
+  case OpKind::TmaStore: return checkTmaStore(op);
+  case OpKind::TmaStoreWait:
+    if (auto error = checkCounts(op, 0, 0); !error.empty())
+      return error;
+    if (auto error = checkIntAttr(op, "read", Presence::Required, 0, 1); !error.empty())
+      return error;
+    return checkIntAttr(op, "pending", Presence::Required, 0, 8);
   default:
     // Ops without a row in README.md's table have no rules here yet; the
     // structural checks (dominance, placement, types) still apply to them.

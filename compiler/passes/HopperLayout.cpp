@@ -10,6 +10,11 @@
 //   * gives the accumulator (and every tile derived from it) the layout of
 //     BM/64 consumer warpgroups, each owning 64 rows: #acc<(BM/16)x1>;
 //   * makes the kernel one warpgroup larger for the producer;
+//   * marks a store of a 16-bit accumulator tile after the loop for an
+//     epilogue through shared memory (`epilogue = "tma"`, carried out by
+//     hopper-epilogue), when its staging tile fits beside the pipeline
+//     stages the source asks for: the consumers then hand the tile to the
+//     bulk copy engine and go on with the next one;
 //   * chooses the pipeline depth: the deepest that fits the target's shared
 //     memory (never shallower than the source asks), recorded as
 //     `hopper_stages` in place of `stages` so that `pipeline` leaves the
@@ -29,6 +34,8 @@ using namespace ir;
 /// Shared memory kept free for mbarriers and alignment.
 constexpr int64_t kReservedSharedBytes = 2048;
 constexpr int kMaxStages = 8;
+/// Bytes of one row of a 128-byte-swizzled panel.
+constexpr int64_t kPanelBytes = 128;
 
 bool isPureScalar(const Op &op) {
   return op.body == nullptr && op.results.size() == 1 && op.result()->type.isScalar() && op.kind != OpKind::Load;
@@ -101,6 +108,37 @@ std::optional<GemmLoop> matchGemmLoop(Op &loop) {
   return m;
 }
 
+/// The store after the loop that can go out through a shared staging tile
+/// and bulk tensor copies: a whole 16-bit accumulator tile to a 2-d tensor,
+/// in 64-row, 128-byte panels.
+Op *matchTmaStore(Kernel &kernel, const GemmLoop &m) {
+  Op *found = nullptr;
+  for (auto &op : kernel.body.ops) {
+    if (op->kind != OpKind::Store)
+      continue;
+    if (found)
+      return nullptr;
+    found = op.get();
+  }
+  if (!found || passes::positionOf(*found) == kernel.body.ops.end())
+    return nullptr;
+  const Type &value = found->operands[1]->type;
+  const Type &global = found->operands[0]->type;
+  const Type &acc = m.mma->result()->type;
+  if (!value.isRegister() || value.layout.kind != LayoutKind::Acc || dtypeBytes(value.dtype) != 2 ||
+      value.shape != acc.shape || global.dims.size() != 2 || found->listAttr("sizes") != acc.shape)
+    return nullptr;
+  if (value.shape[0] % 64 != 0 || value.shape[1] % (kPanelBytes / 2) != 0)
+    return nullptr;
+  bool afterLoop = false;
+  for (auto &op : kernel.body.ops) {
+    afterLoop |= op.get() == m.loop;
+    if (op.get() == found)
+      return afterLoop ? found : nullptr;
+  }
+  return nullptr;
+}
+
 /// Layouts outside the accumulator family make the kernel ineligible: their
 /// warp mapping would change with the warpgroup split.
 bool onlyAccumulatorLayouts(Kernel &kernel) {
@@ -159,8 +197,16 @@ private:
 
     int64_t stageBytes = passes::sharedBufferBytes(m.loadA->result()->type) +
                          passes::sharedBufferBytes(m.loadB->result()->type);
-    int64_t fit = (target.sharedMemoryBytes - kReservedSharedBytes) / stageBytes;
     int64_t asked = m.loop->intAttr("stages", 2);
+    int64_t free = target.sharedMemoryBytes - kReservedSharedBytes;
+    if (Op *store = matchTmaStore(kernel, m)) {
+      int64_t staging = store->operands[1]->type.numElements() * 2;
+      if ((free - staging) / stageBytes >= asked) {
+        store->attrs["epilogue"] = Attr(std::string("tma"));
+        free -= staging;
+      }
+    }
+    int64_t fit = free / stageBytes;
     int64_t stages = std::max<int64_t>(asked, std::min<int64_t>(fit, kMaxStages));
     m.loop->attrs.erase("stages");
     m.loop->attrs["hopper_stages"] = Attr(stages);

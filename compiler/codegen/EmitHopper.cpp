@@ -199,9 +199,15 @@ bool KernelEmitter::emitSmemStore(const Op &op) {
   Fragment f = fragmentOf(value->type);
   int64_t cols = panelColumns(buf->type), panelBytes = buf->type.shape[0] * kPanelRowBytes;
   int64_t perChunk = 16 / dtypeBytes(value->type.dtype);
+  // A window of the tile's columns: accumulator coordinate j is the 8-column
+  // chunk, so the window is a range of j, known when the loop is unrolled.
+  int64_t first = op.intAttr("first_col", 0), width = buf->type.shape[1];
+  bool window = width != value->type.shape[1];
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += 2)", f.count()));
-  out_.line("{}", f.decompose("x", f.row + " " + f.col));
-  out_.line("const int row = {}, col = {};", f.row, f.col);
+  out_.line("{}", f.decompose("x", f.row + " " + f.col + (window ? " j" : "")));
+  if (window)
+    out_.line("if (j < {} || j >= {}) continue;", first / 8, (first + width) / 8);
+  out_.line("const int row = {}, col = {}{};", f.row, f.col, first ? fmt::format(" - {}", first) : "");
   out_.line("tkc::st_shared_b32({} + col / {} * {} + row * {} + ((col % {} / {}) ^ (row % 8)) * 16 + col % {} * {}, "
             "tkc::pack2({}[x], {}[x + 1]));",
             name(buf), cols, panelBytes, kPanelRowBytes, cols, perChunk, perChunk, dtypeBytes(value->type.dtype),

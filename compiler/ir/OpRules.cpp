@@ -279,8 +279,15 @@ std::string checkSmemStore(const Op &op) {
   const Type &buffer = operandType(op, 0), &value = operandType(op, 1);
   if (!value.isRegister() || value.layout.kind != LayoutKind::Acc)
     return fmt::format("stored value must be an #acc register tile, but is {}", value.str());
-  if (value.shape != buffer.shape || value.dtype != buffer.dtype)
-    return fmt::format("stores {} into {}: shape and element type must match", value.str(), buffer.str());
+  if (auto error = checkIntAttr(op, "first_col", Presence::Optional, 0, value.shape.size() == 2 ? value.shape[1] - 1 : 0);
+      !error.empty())
+    return error;
+  int64_t first = op.intAttr("first_col", 0);
+  if (value.shape.size() != 2 || buffer.shape.size() != 2 || value.shape[0] != buffer.shape[0] ||
+      first + buffer.shape[1] > value.shape[1] || first % 8 != 0 || value.dtype != buffer.dtype)
+    return fmt::format("cannot store columns {}.. of {} into {}: rows, element type and an 8-aligned column "
+                       "window must fit",
+                       first, value.str(), buffer.str());
   return "";
 }
 

@@ -20,6 +20,8 @@
 // no copy is in flight when the block exits.
 //
 // The staging tile is a buffer of its own, allocated with the pipeline's.
+// When it holds only `staging_cols` columns of the tile, the sequence runs
+// once per column window (`first_col`), each store going to its columns.
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
@@ -56,20 +58,26 @@ void rewrite(Kernel &kernel, Op &store, Op &tileLoop) {
       at = std::next(it);
   Builder alloc(kernel.body, at);
   alloc.setLoc(store.loc);
-  Type stagingType = Type::tile(value->type.dtype, value->type.shape, MemSpace::Shared, {LayoutKind::Swizzle128, 1, 1});
+  int64_t cols = store.intAttr("staging_cols", value->type.shape[1]);
+  Type stagingType = Type::tile(value->type.dtype, {value->type.shape[0], cols}, MemSpace::Shared,
+                                {LayoutKind::Swizzle128, 1, 1});
   Value *staging = alloc.value(OpKind::SmemAlloc, {}, stagingType);
   staging->nameHint = "c_stage";
 
   Builder b(*store.parent, passes::positionOf(store));
   b.setLoc(store.loc);
-  b.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(int64_t(0))}, {"read", Attr(int64_t(1))}});
-  b.create(OpKind::WarpgroupBarrier, {}, {});
-  b.create(OpKind::SmemStore, {staging, value}, {});
-  b.create(OpKind::FenceProxyAsync, {}, {});
-  b.create(OpKind::WarpgroupBarrier, {}, {});
-  std::vector<Value *> operands{staging, global};
-  operands.insert(operands.end(), offsets.begin(), offsets.end());
-  b.create(OpKind::TmaStore, operands, {}, {{"sizes", store.attrs.at("sizes")}});
+  for (int64_t first = 0; first < value->type.shape[1]; first += cols) {
+    b.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(int64_t(0))}, {"read", Attr(int64_t(1))}});
+    b.create(OpKind::WarpgroupBarrier, {}, {});
+    b.create(OpKind::SmemStore, {staging, value}, {}, {{"first_col", Attr(first)}});
+    b.create(OpKind::FenceProxyAsync, {}, {});
+    b.create(OpKind::WarpgroupBarrier, {}, {});
+    std::vector<Value *> operands{staging, global};
+    operands.insert(operands.end(), offsets.begin(), offsets.end());
+    if (first > 0)
+      operands.back() = b.value(OpKind::Add, {offsets.back(), b.constInt(first)}, offsets.back()->type);
+    b.create(OpKind::TmaStore, operands, {}, {{"sizes", Attr(stagingType.shape)}});
+  }
   store.parent->ops.erase(passes::positionOf(store));
 
   Builder drain(*tileLoop.parent, std::next(passes::positionOf(tileLoop)));

@@ -9,6 +9,7 @@
 // further down.
 #include "codegen/KernelEmitter.h"
 
+#include <algorithm>
 #include <set>
 
 namespace tkc::codegen {
@@ -52,7 +53,19 @@ void KernelEmitter::addTensorMapParams(std::vector<std::string> &params) {
 
 /// The address of mbarrier `iteration % S` of an #mbarrier buffer.
 std::string KernelEmitter::barrierAddress(const Value *bars, const std::string &iteration) {
+  if (bars->type.shape[0] == 1)
+    return name(bars);
   return fmt::format("{} + ({}) % {} * 8", name(bars), iteration, bars->type.shape[0]);
+}
+
+/// Whether a bulk copy's tile spans the last two dims of its tensor (the
+/// box the tensor map describes), one element along the others.
+static bool tileIsInnermost(const Op &copy) {
+  std::vector<int64_t> sizes = copy.listAttr("sizes");
+  size_t rank = sizes.size();
+  if (rank < 2 || sizes[rank - 1] == 0 || sizes[rank - 2] == 0)
+    return false;
+  return std::all_of(sizes.begin(), sizes.end() - 2, [](int64_t s) { return s == 0; });
 }
 
 bool KernelEmitter::emitHopperOp(const Op &op) {
@@ -98,16 +111,26 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     const Value *buf = op.operands[0];
     const Value *global = op.operands[3];
     const Type &tile = buf->type;
-    if (global->type.dims.size() != 2 || tile.layout.kind != LayoutKind::Swizzle128)
+    size_t rank = global->type.dims.size();
+    if (rank < 2 || rank > 5 || tile.layout.kind != LayoutKind::Swizzle128 || !tileIsInnermost(op))
       return unsupported(op, "a bulk tensor copy of this tile");
     std::string it = scalar(op.operands[1]);
-    std::string dst = fmt::format("{} + ({}) % {} * {}", name(buf), it, tile.stages, slotBytes(tile));
+    std::string dst = tile.stages > 1 ? fmt::format("{} + ({}) % {} * {}", name(buf), it, tile.stages, slotBytes(tile))
+                                      : name(buf);
     std::string bar = barrierAddress(op.operands[2], it);
-    std::string row = scalar(op.operands[4]), col = scalar(op.operands[5]);
+    // Coordinates innermost first: the column (per panel), the row, then
+    // the outer indices.
+    std::vector<std::string> coords;
+    for (size_t d = rank; d-- > 0;)
+      coords.push_back(scalar(op.operands[4 + d]));
     int64_t cols = panelColumns(tile), panelBytes = tile.shape[0] * kPanelRowBytes;
-    for (int64_t p = 0; p < tile.shape[1] / cols; ++p)
-      out_.line("tkc::tma_load_2d({}{}, &{}_tmap, {}{}, {}, {});", dst, p ? fmt::format(" + {}", p * panelBytes) : "",
-                name(global), col, p ? fmt::format(" + {}", p * cols) : "", row, bar);
+    for (int64_t p = 0; p < tile.shape[1] / cols; ++p) {
+      std::string args = coords[0] + (p ? fmt::format(" + {}", p * cols) : "");
+      for (size_t d = 1; d < rank; ++d)
+        args += ", " + coords[d];
+      out_.line("tkc::tma_load_{}d({}{}, &{}_tmap, {}, {});", rank, dst,
+                p ? fmt::format(" + {}", p * panelBytes) : "", name(global), args, bar);
+    }
     return true;
   }
   case OpKind::Wgmma:
@@ -236,35 +259,48 @@ bool KernelEmitter::emitTmaStore(const Op &op) {
   return true;
 }
 
-/// One warpgroup multiplies its 64 rows of the tile: BK/16 wgmma
-/// instructions of m64nBNk16, accumulating in place.
+/// One warpgroup multiplies its 64 rows of the tile: K/16 wgmma
+/// instructions of m64nNk16, accumulating in place. A comes from shared
+/// memory (K-major panels) or from registers in the A-fragment layout; B
+/// is K-major ([N, K], `trans_b`) or N-major ([K, N]) panels.
 bool KernelEmitter::emitWgmma(const Op &op) {
   const Value *a = op.operands[0];
   const Value *b = op.operands[1];
   const Value *c = op.operands[2];
   const Type &acc = op.result()->type;
   bool transB = op.intAttr("trans_b") != 0;
-  if (a->type.layout.kind != LayoutKind::Swizzle128 || b->type.layout.kind != LayoutKind::Swizzle128 ||
-      acc.layout.kind != LayoutKind::Acc || acc.layout.warpsN != 1)
+  bool aInRegisters = a->type.isRegister() && a->type.layout.kind == LayoutKind::OperandA;
+  if ((!aInRegisters && a->type.layout.kind != LayoutKind::Swizzle128) ||
+      b->type.layout.kind != LayoutKind::Swizzle128 || acc.layout.kind != LayoutKind::Acc || acc.layout.warpsN != 1 ||
+      acc.shape[0] != 16 * acc.layout.warpsM)
     return unsupported(op, "wgmma on these operands");
   int64_t n = acc.shape[1], k = a->type.shape[1];
   const char *type = a->type.dtype == DType::BF16 ? "bf16" : "f16";
   int64_t elem = dtypeBytes(a->type.dtype);
+  int64_t perPanel = kPanelRowBytes / elem / 16; // k16 steps in one panel row
   // The accumulator is updated in place: wgmma runs asynchronously and its
   // registers must stay where they are until the wait.
   names_[op.result()] = name(c);
-  int64_t aRows = 64 * kPanelRowBytes; // one warpgroup's 64 rows of A
-  int64_t kStepA = 16 * elem;           // K-major: 16 elements along a row
-  std::string descA = fmt::format("tkc::wgmma_desc_sw128({} + (warp_m / 4) * {} + kk * {}, 16, 1024)", name(a), aRows,
-                                  kStepA);
-  std::string descB;
-  if (transB) // [N, K], K-major like A
-    descB = fmt::format("tkc::wgmma_desc_sw128({} + kk * {}, 16, 1024)", name(b), kStepA);
-  else // [K, N], N-major: panels of 64 columns, BK rows each
-    descB = fmt::format("tkc::wgmma_desc_sw128({} + kk * {}, {}, 1024)", name(b), 16 * kPanelRowBytes,
-                        k * kPanelRowBytes);
+  // A K-major panel step: which panel (each `rows` rows of 128 bytes), and
+  // 32 bytes along its rows per k16 step.
+  auto kMajor = [&](const std::string &base, int64_t rows, const std::string &rowOffset) {
+    return fmt::format("tkc::wgmma_desc_sw128({} + kk / {} * {}{} + kk % {} * {}, 16, 1024)", base, perPanel,
+                       rows * kPanelRowBytes, rowOffset, perPanel, 16 * elem);
+  };
+  std::string descB = transB ? kMajor(name(b), b->type.shape[0], "")
+                             // [K, N], N-major: panels of 64 columns, K rows each; a k16 step is 16 rows down.
+                             : fmt::format("tkc::wgmma_desc_sw128({} + kk * {}, {}, 1024)", name(b),
+                                           16 * kPanelRowBytes, k * kPanelRowBytes);
   out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", k / 16));
-  out_.line("tkc::wgmma_m64n{}k16_f32_{}<{}>({}, {}, {});", n, type, transB ? 0 : 1, name(c), descA, descB);
+  if (aInRegisters) {
+    // The warp's A fragment of the k16 step, as mma.sync would take it.
+    std::string frag = fmt::format("{}[kk * 4", name(a));
+    out_.line("tkc::wgmma_rs_m64n{}k16_f32_{}<{}>({}, {} + 0], {} + 1], {} + 2], {} + 3], {});", n, type, transB ? 0 : 1,
+              name(c), frag, frag, frag, frag, descB);
+  } else {
+    std::string descA = kMajor(name(a), a->type.shape[0], fmt::format(" + (warp_m / 4) * {}", 64 * kPanelRowBytes));
+    out_.line("tkc::wgmma_m64n{}k16_f32_{}<{}>({}, {}, {});", n, type, transB ? 0 : 1, name(c), descA, descB);
+  }
   out_.close();
   return true;
 }

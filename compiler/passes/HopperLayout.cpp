@@ -20,8 +20,16 @@
 //     memory (never shallower than the source asks), recorded as
 //     `hopper_stages` in place of `stages` so that `pipeline` leaves the
 //     loop to `hopper-pipeline`.
-// Kernels with anything else (row vectors, strips, other products) are left
-// to the sm_80 path.
+//
+// A loop of several products with elementwise work between them (attention)
+// qualifies too when its register tiles already give each warp 16 rows, the
+// rows of a warp in a wgmma warpgroup: its operand tiles become
+// #swizzle128, an A operand loaded once before the loop stays in shared
+// memory (no conversion to registers), and the kernel gains the producer
+// warpgroup and `hopper_stages`.
+//
+// Kernels with anything else (strips, other layouts, other products) are
+// left to the sm_80 path.
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
@@ -157,6 +165,124 @@ bool onlyAccumulatorLayouts(Kernel &kernel) {
   return ok;
 }
 
+/// A pipelined loop of several products with work between them, such as
+/// attention's: every `mma` of the kernel sits directly in it, each with
+/// its B operand a 16-bit shared tile loaded in the loop (`streamed`) and
+/// its A operand either registers in the A-fragment layout, a shared tile
+/// loaded in the loop, or a shared tile loaded once before the loop and
+/// converted to registers (`resident`: wgmma reads it from shared memory
+/// instead). Every register tile must already give each warp 16 rows, the
+/// rows a warp holds in a wgmma warpgroup.
+struct FusedLoop {
+  Op *loop = nullptr;
+  std::vector<Op *> mmas;
+  std::vector<Op *> streamed;
+  std::vector<Op *> resident;
+  int warps = 0;
+};
+
+bool isSixteenBitTile(const Type &t) {
+  return t.shape.size() == 2 && (t.dtype == DType::BF16 || t.dtype == DType::F16);
+}
+
+/// Whether every use of `v` in the kernel is as an operand of an `mma`.
+bool onlyFeedsMmas(Kernel &kernel, Value *v) {
+  bool ok = true;
+  walk(kernel.body, [&](Op &op) {
+    for (Value *operand : op.operands)
+      if (operand == v && op.kind != OpKind::Mma)
+        ok = false;
+  });
+  return ok;
+}
+
+std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
+  FusedLoop f;
+  bool ok = true;
+  int mmas = 0;
+  walk(kernel.body, [&](Op &op) {
+    if (op.kind == OpKind::Mma)
+      ++mmas;
+    for (auto &r : op.results) {
+      const Type &t = r->type;
+      if (!t.isRegister() || t.isScalar())
+        continue;
+      bool family = t.layout.kind == LayoutKind::Acc || t.layout.kind == LayoutKind::AccRow ||
+                    t.layout.kind == LayoutKind::OperandA;
+      if (!family || t.layout.warpsN != 1 || t.shape[0] != 16 * t.layout.warpsM)
+        ok = false;
+      else if (f.warps == 0)
+        f.warps = t.layout.warpsM;
+      else if (f.warps != t.layout.warpsM)
+        ok = false;
+    }
+  });
+  if (!ok || f.warps % 4 != 0 || mmas == 0)
+    return std::nullopt;
+  for (auto &op : kernel.body.ops)
+    if (op->kind == OpKind::For && op->hasAttr("stages") && op->body) {
+      if (f.loop)
+        return std::nullopt;
+      f.loop = op.get();
+    }
+  if (!f.loop)
+    return std::nullopt;
+  auto step = passes::constantIntOf(f.loop->operands[2]);
+  if (!step || *step != 1)
+    return std::nullopt;
+  Block &body = *f.loop->body;
+  auto inLoopLoad = [&](Value *v) {
+    Op *def = v->definingOp;
+    return def && def->kind == OpKind::Load && def->parent == &body && v->type.isShared() &&
+           isSixteenBitTile(v->type) && onlyFeedsMmas(kernel, v);
+  };
+  for (auto &op : body.ops) {
+    if (op->kind != OpKind::Mma) {
+      if (op->kind == OpKind::Load && !inLoopLoad(op->result()))
+        return std::nullopt;
+      continue;
+    }
+    f.mmas.push_back(op.get());
+    Value *a = op->operands[0], *b = op->operands[1];
+    const Type &acc = op->result()->type;
+    int64_t n = acc.shape[1];
+    bool transB = op->intAttr("trans_b") != 0;
+    if (acc.dtype != DType::F32 || (n != 64 && n != 128 && n != 256) || !inLoopLoad(b))
+      return std::nullopt;
+    int64_t k = transB ? b->type.shape[1] : b->type.shape[0];
+    if (transB ? (b->type.shape[0] != n || k % 64 != 0) : (b->type.shape[1] != n || k % 16 != 0 || n % 64 != 0))
+      return std::nullopt;
+    if (a->type.isRegister()) {
+      if (a->type.layout.kind != LayoutKind::OperandA)
+        return std::nullopt;
+      // A converted shared tile loaded once before the loop stays in shared memory.
+      Op *convert = a->definingOp;
+      Value *src = convert && convert->kind == OpKind::Convert ? convert->operands[0] : nullptr;
+      if (src && src->type.isShared() && src->definingOp && src->definingOp->kind == OpKind::Load &&
+          src->definingOp->parent == &kernel.body) {
+        if (!isSixteenBitTile(src->type) || src->type.shape[1] % 64 != 0)
+          return std::nullopt;
+        if (std::find(f.resident.begin(), f.resident.end(), src->definingOp) == f.resident.end())
+          f.resident.push_back(src->definingOp);
+      }
+    } else if (!inLoopLoad(a) || a->type.shape[1] % 64 != 0) {
+      return std::nullopt;
+    }
+  }
+  for (auto &op : body.ops)
+    if (op->kind == OpKind::Load)
+      f.streamed.push_back(op.get());
+  // Shared tiles outside these roles have no place in the warp-specialized kernel.
+  int sharedLoads = 0;
+  walk(kernel.body, [&](Op &op) {
+    if (op.kind == OpKind::Load && op.result()->type.isShared())
+      ++sharedLoads;
+  });
+  if (sharedLoads != static_cast<int>(f.streamed.size() + f.resident.size()))
+    return std::nullopt;
+  return f;
+}
+
 class HopperLayoutPass : public Pass {
 public:
   const char *name() const override { return "hopper-layout"; }
@@ -182,8 +308,11 @@ private:
         if (auto m = matchGemmLoop(op))
           found.push_back(*m);
     });
-    if (found.size() != 1 || mmas != 1 || !onlyAccumulatorLayouts(kernel))
+    if (found.size() != 1 || mmas != 1 || !onlyAccumulatorLayouts(kernel)) {
+      if (auto f = matchFusedLoop(kernel))
+        layOutFused(kernel, *f, target);
       return;
+    }
     GemmLoop &m = found.front();
     const Type &acc = m.mma->result()->type;
     int consumerWarps = static_cast<int>(acc.shape[0] / 16);
@@ -230,6 +359,41 @@ private:
     int64_t stages = std::max<int64_t>(asked, std::min<int64_t>(fit, kMaxStages));
     m.loop->attrs.erase("stages");
     m.loop->attrs["hopper_stages"] = Attr(stages);
+  }
+
+  void layOutFused(Kernel &kernel, FusedLoop &f, const Target &target) {
+    for (Op *load : f.streamed)
+      load->result()->type.layout = {LayoutKind::Swizzle128, 1, 1};
+    int64_t residentBytes = 0;
+    for (Op *load : f.resident) {
+      load->result()->type.layout = {LayoutKind::Swizzle128, 1, 1};
+      residentBytes += passes::sharedBufferBytes(load->result()->type);
+    }
+    // wgmma reads resident A tiles from shared memory: the conversions to
+    // registers go.
+    for (Op *mma : f.mmas) {
+      Op *convert = mma->operands[0]->definingOp;
+      if (convert && convert->kind == OpKind::Convert && convert->operands[0]->type.isShared())
+        mma->operands[0] = convert->operands[0];
+    }
+    for (Op *load : f.resident)
+      for (auto it = kernel.body.ops.begin(); it != kernel.body.ops.end();) {
+        Op &op = **it;
+        if (op.kind == OpKind::Convert && op.operands[0] == load->result() && passes::countUses(kernel.body)[op.result()] == 0)
+          it = kernel.body.ops.erase(it);
+        else
+          ++it;
+      }
+    kernel.warps = f.warps + 4;
+
+    int64_t stageBytes = 0;
+    for (Op *load : f.streamed)
+      stageBytes += passes::sharedBufferBytes(load->result()->type);
+    int64_t asked = f.loop->intAttr("stages", 2);
+    int64_t fit = (target.sharedMemoryBytes - kReservedSharedBytes - residentBytes) / stageBytes;
+    int64_t stages = std::max<int64_t>(asked, std::min<int64_t>(fit, kPreferredStages));
+    f.loop->attrs.erase("stages");
+    f.loop->attrs["hopper_stages"] = Attr(stages);
   }
 };
 

@@ -14,7 +14,7 @@ def main():
     import torch
     w = wl.BY_NAME[name]
     lib = tg.load_library(Path(cu))  # the target comes from the file name
-    launch = lib.launcher(w.name, len(w.params), len(w.const_names))
+    launch = w.make_launcher(lib)
     inputs = w.make_inputs(size)
     outputs = w.make_outputs(size)
     tensors = {**inputs, **outputs}

@@ -601,7 +601,7 @@ std::string checkTypeRules(const Type &type, int warps) {
 
   const Layout &layout = type.layout;
   bool warpGrid = layout.kind == LayoutKind::Acc || layout.kind == LayoutKind::OperandA ||
-                  layout.kind == LayoutKind::AccRow;
+                  layout.kind == LayoutKind::AccRow || layout.kind == LayoutKind::AccCol;
   bool warpList = layout.kind == LayoutKind::Strip || layout.kind == LayoutKind::StripRow ||
                   layout.kind == LayoutKind::StripCol;
   switch (type.space) {
@@ -622,6 +622,8 @@ std::string checkTypeRules(const Type &type, int warps) {
   if (layout.warpsM < 1 || layout.warpsN < 1 || (!warpGrid && layout.warpsN != 1) ||
       (!warpGrid && !warpList && layout.warpsM != 1))
     return fmt::format("layout of {} has invalid warp counts {}x{}", type.str(), layout.warpsM, layout.warpsN);
+  if (layout.lanes != 32 && (!warpList || layout.lanes < 1 || layout.lanes > 32 || (layout.lanes & (layout.lanes - 1))))
+    return fmt::format("layout of {} has an invalid lane count {}", type.str(), layout.lanes);
   // With warp specialization a layout may cover only the consumer warps.
   if ((warpGrid || warpList) && layout.warpsM * layout.warpsN > warps)
     return fmt::format("layout of {} spreads over {} warps but the kernel has {}", type.str(),
@@ -630,7 +632,8 @@ std::string checkTypeRules(const Type &type, int warps) {
     return fmt::format("#mbarrier holds one barrier per row of an i32[S, 2] tile, not {}", type.str());
 
   size_t rank = type.shape.size();
-  size_t wantRank = layout.kind == LayoutKind::AccRow || layout.kind == LayoutKind::StripRow ||
+  size_t wantRank = layout.kind == LayoutKind::AccRow || layout.kind == LayoutKind::AccCol ||
+                            layout.kind == LayoutKind::StripRow ||
                             layout.kind == LayoutKind::StripCol
                         ? 1
                     : layout.kind == LayoutKind::None ? rank
@@ -650,6 +653,16 @@ std::string checkTypeRules(const Type &type, int warps) {
   if (layout.kind == LayoutKind::AccRow && type.shape[0] % rowQuantum)
     return fmt::format("{} needs a length divisible by {}, but it is {}", layout.str(), rowQuantum,
                        type.shape[0]);
+  if (layout.kind == LayoutKind::AccCol && type.shape[0] % (8 * layout.warpsN))
+    return fmt::format("{} needs a length divisible by {}, but it is {}", layout.str(), 8 * layout.warpsN,
+                       type.shape[0]);
+  // A narrow strip is exactly `lanes` 8-element chunks wide.
+  if (layout.kind == LayoutKind::Strip && layout.lanes != 32 && type.shape[1] != 8 * layout.lanes)
+    return fmt::format("{} needs {} columns, but the shape is {}", layout.str(), 8 * layout.lanes,
+                       shapeText(type.shape));
+  if (layout.kind == LayoutKind::StripCol && layout.lanes != 32 && type.shape[0] != 8 * layout.lanes)
+    return fmt::format("{} needs {} elements, but the shape is {}", layout.str(), 8 * layout.lanes,
+                       shapeText(type.shape));
   return "";
 }
 

@@ -24,7 +24,7 @@ def main():
                 peer(tensors)
     else:
         lib = tg.load_library(Path(cu))  # the target comes from the file name
-        launch = lib.launcher(w.name, len(w.params), len(w.const_names))
+        launch = w.make_launcher(lib)
         descs = [tg.from_torch(tensors[p.name]) for p in w.params]
         for _ in range(3):
             launch(descs, w.consts(size))

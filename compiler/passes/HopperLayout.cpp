@@ -265,6 +265,11 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
         if (std::find(f.resident.begin(), f.resident.end(), src->definingOp) == f.resident.end())
           f.resident.push_back(src->definingOp);
       }
+    } else if (a->definingOp && a->definingOp->kind == OpKind::Load && a->definingOp->parent == &kernel.body) {
+      if (!a->type.isShared() || !isSixteenBitTile(a->type) || a->type.shape[1] % 64 != 0)
+        return std::nullopt;
+      if (std::find(f.resident.begin(), f.resident.end(), a->definingOp) == f.resident.end())
+        f.resident.push_back(a->definingOp);
     } else if (!inLoopLoad(a) || a->type.shape[1] % 64 != 0) {
       return std::nullopt;
     }

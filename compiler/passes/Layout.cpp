@@ -43,9 +43,10 @@ private:
 
 /// Per-thread registers that the mma A operands kept in registers across a
 /// loop may take, all of them together, and that they may take together with
-/// the tiles the loop carries (its accumulators).
+/// the tiles the loop carries (its accumulators) and the largest product it
+/// computes afresh in every iteration.
 constexpr int64_t kMaxHoistedOperandRegisters = 64;
-constexpr int64_t kMaxHoistedAndCarriedRegisters = 128;
+constexpr int64_t kMaxHoistedAndCarriedRegisters = 160;
 
 /// Per-thread 32-bit registers of the register tiles a loop carries.
 int64_t carriedRegisters(const Op &loop, int warps) {
@@ -53,6 +54,16 @@ int64_t carriedRegisters(const Op &loop, int warps) {
   for (auto &result : loop.results)
     if (result->type.isTile())
       words += result->type.numElements() * dtypeBytes(result->type.dtype) / 4;
+  return words / (warps * 32);
+}
+
+/// Registers per thread of the largest product computed afresh in each
+/// iteration of `loop` (attention's scores): live beside the carried ones.
+int64_t largestFreshProduct(const Op &loop, int warps) {
+  int64_t words = 0;
+  for (auto &op : loop.body->ops)
+    if (op->kind == OpKind::Mma && op->operands[2]->definingOp && op->operands[2]->definingOp->kind == OpKind::Fill)
+      words = std::max(words, op->result()->type.numElements() * dtypeBytes(op->result()->type.dtype) / 4);
   return words / (warps * 32);
 }
 
@@ -343,7 +354,8 @@ private:
         Type fragments = a->type.withLayout(MemSpace::Register, operandA);
         int64_t perThread = fragments.shape[0] / operandA.warpsM / 16 * (fragments.shape[1] / 16) * 4;
         Value *&converted = hoisted[a];
-        int64_t carried = mma->parent->parentOp ? carriedRegisters(*mma->parent->parentOp, kernel_.warps) : 0;
+        const Op *loop = mma->parent->parentOp;
+        int64_t carried = loop ? carriedRegisters(*loop, kernel_.warps) + largestFreshProduct(*loop, kernel_.warps) : 0;
         if (!converted && (hoistedRegisters + perThread > kMaxHoistedOperandRegisters ||
                            carried + hoistedRegisters + perThread > kMaxHoistedAndCarriedRegisters))
           continue;

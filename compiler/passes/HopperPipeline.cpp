@@ -163,6 +163,18 @@ public:
       view->nameHint = streamed[i]->result()->nameHint;
       replaceAllUsesIn(body, streamed[i]->result(), view);
     }
+    // A product that only feeds the next iteration (an accumulator) stays in
+    // flight across the end of the iteration: it is waited for where the
+    // next iteration first reads the accumulator, after that iteration's
+    // first products have been issued, and its slot is released there.
+    Value *deferredArg = nullptr, *deferredResult = nullptr;
+    if (!chain)
+      for (Op *mma : mmas)
+        for (size_t i = 0; i < yield.operands.size(); ++i)
+          if (yield.operands[i] == mma->result() && passes::countUses(body)[mma->result()] == 1 && !deferredArg) {
+            deferredArg = body.args[1 + i].get();
+            deferredResult = loop_.results[i].get();
+          }
     for (Op *mma : mmas) {
       // mma -> fence, wgmma, commit, and a wait: for the previous group
       // (chain) or for this one.
@@ -180,13 +192,28 @@ public:
         Value *prev = at.value(OpKind::Sub, {it, at.constInt(1)}, scalarI32());
         Value *hasPrev = at.value(OpKind::Gt, {it, base}, Type::scalar(DType::I1));
         at.create(OpKind::MbarrierArrive, {empty, prev, hasPrev}, {});
-      } else {
+      } else if (!deferredArg || body.args[1 + resultIndex(yield, mma->result())].get() != deferredArg) {
         at.create(OpKind::WgmmaWait, {next}, {}, {{"pending", Attr(int64_t(0))}});
       }
       replaceAllUsesIn(body, mma->result(), next);
       passes::eraseOp(*mma);
     }
-    if (!chain) {
+    if (deferredArg) {
+      Op *firstUse = nullptr;
+      for (auto &op : body.ops) {
+        for (Value *operand : op->operands)
+          if (operand == deferredArg)
+            firstUse = op.get();
+        if (firstUse)
+          break;
+      }
+      Builder at(body, firstUse ? passes::positionOf(*firstUse) : std::prev(body.ops.end()));
+      at.setLoc(loop_.loc);
+      at.create(OpKind::WgmmaWait, {deferredArg}, {}, {{"pending", Attr(int64_t(0))}});
+      Value *prev = at.value(OpKind::Sub, {it, at.constInt(1)}, scalarI32());
+      Value *hasPrev = at.value(OpKind::Gt, {it, base}, Type::scalar(DType::I1));
+      at.create(OpKind::MbarrierArrive, {empty, prev, hasPrev}, {});
+    } else if (!chain) {
       Builder end(body, std::prev(body.ops.end()));
       end.setLoc(loop_.loc);
       Value *always = end.value(OpKind::Const, {}, Type::scalar(DType::I1), {{"value", Attr(int64_t(1))}});
@@ -199,13 +226,13 @@ public:
       passes::eraseOp(*load);
     removeDeadScalars(body);
     removeDeadScalars(outer);
-    if (!chain)
+    if (!chain && !deferredArg)
       return;
 
     // After the loop: the last group, then release the last slot.
     Builder after(outer, std::next(passes::positionOf(loop_)));
     after.setLoc(loop_.loc);
-    after.create(OpKind::WgmmaWait, {loop_.result()}, {}, {{"pending", Attr(int64_t(0))}});
+    after.create(OpKind::WgmmaWait, {chain ? loop_.result() : deferredResult}, {}, {{"pending", Attr(int64_t(0))}});
     Value *count = after.value(OpKind::Sub, {hi, lo}, scalarI32());
     Value *lastRel = after.value(OpKind::Sub, {count, after.constInt(1)}, scalarI32());
     Value *last = after.value(OpKind::Add, {lastRel, base}, scalarI32());
@@ -215,6 +242,13 @@ public:
   }
 
 private:
+  static size_t resultIndex(const Op &yield, const Value *v) {
+    for (size_t i = 0; i < yield.operands.size(); ++i)
+      if (yield.operands[i] == v)
+        return i;
+    return yield.operands.size();
+  }
+
   Value *staged(Builder &b, Op *load, int64_t stages, const std::string &fallback) {
     Type t = load->result()->type;
     t.stages = static_cast<int>(stages);

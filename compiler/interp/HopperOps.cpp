@@ -1,0 +1,365 @@
+// sm_90a: mbarriers, bulk tensor copies (TMA) and wgmma, modelled as the
+// hardware behaves rather than as the passes intend, so that the
+// interpreter judges the passes:
+//
+//  * an mbarrier counts arrivals and transaction bytes per phase exactly as
+//    PTX says, and mbarrier_wait tests the phase *parity* as try_wait.parity
+//    does (waiting two phases ahead passes at once, as on the GPU);
+//  * tma_load only queues the copy: the data and its complete-tx reach the
+//    slot and the mbarrier when the scheduler lands it;
+//  * wgmma reads its shared operands when wgmma_wait retires it, and its
+//    result may not be read before.
+// Starting a copy into a slot that a copy or a wgmma still uses, or reading a
+// slot with a copy in flight, is a data race and is reported as one.
+#include "interp/Machine.h"
+
+#include <fmt/format.h>
+
+namespace tkc::interp::detail {
+
+using namespace ir;
+
+namespace {
+constexpr int64_t kMaxCount = (int64_t(1) << 20) - 1; // PTX: arrival and tx counts
+
+int64_t elements(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  return n;
+}
+
+/// The slot of a shared operand that a wgmma reads, or -1 for registers.
+int64_t slotOf(const RValue &r) {
+  if (!r.buffer)
+    return -1;
+  return r.stage >= 0 ? r.stage : 0;
+}
+} // namespace
+
+// --- mbarriers ---------------------------------------------------------------
+
+Mbarrier *Machine::barrierOf(Context &ctx, const Op &op, size_t operand, int64_t it, std::string &name) {
+  RValue &r = get(ctx, op.operands[operand]);
+  if (!r.buffer || r.buffer->bars.empty()) {
+    fail(op, DiagId::InterpMalformedOp, mnemonicOf(op.kind),
+         fmt::format("operand #{} is not an #mbarrier buffer", operand));
+    return nullptr;
+  }
+  if (it < 0) {
+    fail(op, DiagId::InterpMalformedOp, mnemonicOf(op.kind), fmt::format("iteration {} is negative", it));
+    return nullptr;
+  }
+  int64_t index = it % static_cast<int64_t>(r.buffer->bars.size());
+  name = fmt::format("`{}`[{}]", nameOf(op.operands[operand]), index);
+  Mbarrier &bar = r.buffer->bars[index];
+  if (!bar.initialised) {
+    fail(op, DiagId::InterpBarrierNotInitialised, mnemonicOf(op.kind), name);
+    return nullptr;
+  }
+  return &bar;
+}
+
+namespace {
+void completeIfDone(Mbarrier &bar) {
+  if (bar.pending == 0 && bar.tx == 0) {
+    ++bar.phase;
+    bar.pending = bar.count;
+  }
+}
+} // namespace
+
+Machine::Status Machine::arrive(const Op &op, Mbarrier &bar, const std::string &name, int64_t arrivals) {
+  for (int64_t i = 0; i < arrivals; ++i) {
+    // A phase whose arrivals are all in but whose bytes are not cannot take
+    // another arrival (PTX leaves it undefined).
+    if (bar.pending == 0)
+      return fail(op, DiagId::InterpArrivalCount, name, bar.phase, bar.tx);
+    --bar.pending;
+    completeIfDone(bar);
+  }
+  return Status::Next;
+}
+
+Machine::Status Machine::addTx(const Op &op, Mbarrier &bar, const std::string &name, int64_t bytes) {
+  int64_t tx = bar.tx + bytes;
+  if (tx > kMaxCount || tx < -kMaxCount)
+    return fail(op, DiagId::InterpTxCountRange, name, tx);
+  bar.tx = tx;
+  completeIfDone(bar);
+  return Status::Next;
+}
+
+Machine::Status Machine::execMbarrierInit(Context &ctx, const Op &op) {
+  int64_t count = op.intAttr("count");
+  RValue *r = op.operands.size() == 1 ? &get(ctx, op.operands[0]) : nullptr;
+  if (!r || !r->buffer || r->buffer->bars.empty() || count < 1 || count > kMaxCount)
+    return fail(op, DiagId::InterpMalformedOp, "mbarrier_init",
+                "it needs an #mbarrier buffer and a `count` between 1 and 2^20 - 1");
+  for (Mbarrier &bar : r->buffer->bars)
+    bar = Mbarrier{true, count, count, 0, 0};
+  return Status::Next;
+}
+
+Machine::Status Machine::execMbarrierExpectTx(Context &ctx, const Op &op) {
+  if (op.operands.size() != 2)
+    return fail(op, DiagId::InterpMalformedOp, "mbarrier_expect_tx", "it takes an #mbarrier buffer and an iteration");
+  if (!ctx.oneThread)
+    return fail(op, DiagId::InterpNeedsOneThread, "mbarrier_expect_tx", ctx.what());
+  std::string name;
+  Mbarrier *bar = barrierOf(ctx, op, 0, static_cast<int64_t>(get(ctx, op.operands[1]).scalar), name);
+  if (!bar)
+    return Status::Failed;
+  // mbarrier.arrive.expect_tx: expect-tx first, then the arrival.
+  if (addTx(op, *bar, name, op.intAttr("bytes")) == Status::Failed)
+    return Status::Failed;
+  return arrive(op, *bar, name, 1);
+}
+
+Machine::Status Machine::execMbarrierWait(Context &ctx, const Op &op) {
+  if (op.operands.size() != 2)
+    return fail(op, DiagId::InterpMalformedOp, "mbarrier_wait", "it takes an #mbarrier buffer and an iteration");
+  int64_t it = static_cast<int64_t>(get(ctx, op.operands[1]).scalar);
+  std::string name;
+  Mbarrier *bar = barrierOf(ctx, op, 0, it, name);
+  if (!bar)
+    return Status::Failed;
+  int64_t stages = static_cast<int64_t>(get(ctx, op.operands[0]).buffer->bars.size());
+  int64_t parity = (it / stages + op.intAttr("release")) % 2;
+  // try_wait.parity: done once the phase of that parity has completed, that
+  // is while the current phase has the other parity.
+  return bar->phase % 2 != parity ? Status::Next : Status::Blocked;
+}
+
+Machine::Status Machine::execMbarrierArrive(Context &ctx, const Op &op) {
+  if (op.operands.size() != 3)
+    return fail(op, DiagId::InterpMalformedOp, "mbarrier_arrive",
+                "it takes an #mbarrier buffer, an iteration and a predicate");
+  if (get(ctx, op.operands[2]).scalar == 0)
+    return Status::Next;
+  std::string name;
+  Mbarrier *bar = barrierOf(ctx, op, 0, static_cast<int64_t>(get(ctx, op.operands[1]).scalar), name);
+  if (!bar)
+    return Status::Failed;
+  return arrive(op, *bar, name, ctx.arrivingWarps());
+}
+
+std::string Machine::waitDescription(Context &ctx, const Op &op) {
+  if (op.kind == OpKind::Barrier)
+    return "the other roles at a `barrier`";
+  if (op.kind != OpKind::MbarrierWait)
+    return fmt::format("`{}`", mnemonicOf(op.kind));
+  RValue &r = get(ctx, op.operands[0]);
+  int64_t it = static_cast<int64_t>(get(ctx, op.operands[1]).scalar);
+  int64_t stages = static_cast<int64_t>(r.buffer->bars.size());
+  const Mbarrier &bar = r.buffer->bars[it % stages];
+  return fmt::format("a phase of parity {} of mbarrier `{}`[{}] to complete (iteration {}); it is in phase {} with {} "
+                     "of {} arrivals and {} bytes still to come",
+                     (it / stages + op.intAttr("release")) % 2, nameOf(op.operands[0]), it % stages, it, bar.phase,
+                     bar.pending, bar.count, bar.tx);
+}
+
+// --- bulk tensor copies -----------------------------------------------------------
+
+Machine::Status Machine::execTmaLoad(Context &ctx, const Op &op) {
+  if (op.operands.size() < 5)
+    return fail(op, DiagId::InterpMalformedOp, "tma_load", "it takes a buffer, an iteration, mbarriers, a tensor and offsets");
+  RValue &buffer = get(ctx, op.operands[0]);
+  RValue &global = get(ctx, op.operands[3]);
+  const Type &tile = op.operands[0]->type;
+  if (!buffer.buffer || buffer.buffer->slots.empty() || global.global < 0)
+    return fail(op, DiagId::InterpMalformedOp, "tma_load", "operand #0 must be a shared buffer and #3 a global tensor");
+  const Tensor &t = tensors_[global.global];
+  std::vector<int64_t> sizes = op.listAttr("sizes");
+  if (op.operands.size() != 4 + t.dims.size() || sizes != tile.shape)
+    return fail(op, DiagId::InterpMalformedOp, "tma_load",
+                "it needs one offset per tensor dim and `sizes` equal to the slot's shape");
+  if (!ctx.oneThread)
+    return fail(op, DiagId::InterpNeedsOneThread, "tma_load", ctx.what());
+  // cuTensorMapEncodeTiled takes only 16-byte multiples as strides.
+  int64_t pitch = dtypeBytes(t.dtype);
+  for (size_t d = t.dims.size(); d-- > 1;) {
+    pitch *= t.dims[d];
+    if (pitch % 16)
+      return fail(op, DiagId::InterpTmaStride, nameOf(op.operands[3]), pitch);
+  }
+  int64_t it = static_cast<int64_t>(get(ctx, op.operands[1]).scalar);
+  std::string barName;
+  if (!barrierOf(ctx, op, 2, it, barName))
+    return Status::Failed;
+  SharedBuffer &slots = *buffer.buffer;
+  int64_t slot = it % static_cast<int64_t>(slots.slots.size());
+  std::string bufferName = nameOf(op.operands[0]);
+  if (slots.readers[slot] > 0)
+    return fail(op, DiagId::InterpDataRace, slot, bufferName,
+                "`tma_load` starts a bulk copy into it while a `wgmma` still reads it");
+  if (slots.copiesInFlight[slot] > 0)
+    return fail(op, DiagId::InterpDataRace, slot, bufferName,
+                "`tma_load` starts a bulk copy into it while an earlier one is in flight");
+  BulkCopy copy;
+  copy.op = &op;
+  copy.buffer = buffer.buffer;
+  copy.slot = slot;
+  RValue &bars = get(ctx, op.operands[2]);
+  copy.bars = bars.buffer;
+  copy.bar = it % static_cast<int64_t>(bars.buffer->bars.size());
+  copy.global = global.global;
+  for (size_t d = 0; d < t.dims.size(); ++d)
+    copy.base.push_back(static_cast<int64_t>(get(ctx, op.operands[4 + d]).scalar));
+  ++slots.copiesInFlight[slot];
+  copies_.push_back(std::move(copy));
+  return Status::Next;
+}
+
+bool Machine::land(BulkCopy &copy) {
+  const Op &op = *copy.op;
+  const Type &tile = op.operands[0]->type;
+  const Tensor &t = tensors_[copy.global];
+  std::vector<double> &slot = copy.buffer->slots[copy.slot];
+  std::vector<char> &pad = copy.buffer->pads[copy.slot];
+  size_t rank = tile.shape.size();
+  std::vector<int64_t> index(rank);
+  for (int64_t i = 0; i < static_cast<int64_t>(slot.size()); ++i) {
+    // The box, with zeros past the tensor's bounds (on every side).
+    int64_t rest = i, offset = 0;
+    bool inside = true;
+    for (size_t d = rank; d-- > 0;) {
+      index[d] = copy.base[d] + rest % tile.shape[d];
+      rest /= tile.shape[d];
+    }
+    for (size_t d = 0; d < rank; ++d) {
+      inside = inside && index[d] >= 0 && index[d] < t.dims[d];
+      offset = offset * t.dims[d] + index[d];
+    }
+    slot[i] = inside ? t.data[offset] : 0.0;
+    pad[i] = !inside;
+  }
+  --copy.buffer->copiesInFlight[copy.slot];
+  // complete-tx counts the whole box, zero-filled part included.
+  int64_t bytes = elements(tile.shape) * dtypeBytes(tile.dtype);
+  Mbarrier &bar = copy.bars->bars[copy.bar];
+  std::string name = fmt::format("`{}`[{}]", nameOf(copy.bars->value), copy.bar);
+  return addTx(op, bar, name, -bytes) == Status::Next;
+}
+
+// --- wgmma -------------------------------------------------------------------
+
+Machine::Status Machine::execWgmma(Context &ctx, const Op &op) {
+  if (op.operands.size() != 3 || op.results.size() != 1)
+    return fail(op, DiagId::InterpMalformedOp, "wgmma", "it takes a, b and an accumulator and gives one result");
+  const Type &type = op.result()->type;
+  bool transB = op.intAttr("trans_b") != 0;
+  const std::vector<int64_t> &aShape = op.operands[0]->type.shape, &bShape = op.operands[1]->type.shape;
+  bool shapesFit = type.shape.size() == 2 && aShape.size() == 2 && bShape.size() == 2 &&
+                   op.operands[2]->type.shape == type.shape && aShape[0] == type.shape[0] &&
+                   bShape == (transB ? std::vector<int64_t>{type.shape[1], aShape[1]}
+                                     : std::vector<int64_t>{aShape[1], type.shape[1]});
+  for (size_t i = 0; i < 3 && shapesFit; ++i) {
+    RValue &r = get(ctx, op.operands[i]);
+    shapesFit = r.buffer ? !r.buffer->slots.empty() : r.tile != nullptr;
+  }
+  if (!shapesFit)
+    return fail(op, DiagId::InterpMalformedOp, "wgmma",
+                "it needs tiles a [M, K], b [K, N] (or [N, K] with `trans_b`) and an accumulator [M, N]");
+  // Each warpgroup of the role computes 64 rows.
+  if (type.shape[0] != 64 * ctx.warpgroups())
+    return fail(op, DiagId::InterpWgmmaRows, type.shape[0], ctx.what(), ctx.warpgroups());
+  // wgmma.fence orders earlier register writes before the asynchronous
+  // reads; only a chain of wgmma on one accumulator needs none.
+  for (size_t i : {size_t(0), size_t(2)}) {
+    RValue &r = get(ctx, op.operands[i]);
+    if (r.buffer)
+      continue;
+    if (ctx.lastFence == 0 || r.writtenAt >= ctx.lastFence)
+      return fail(op, DiagId::InterpMissingWgmmaFence, nameOf(op.operands[i]));
+  }
+  PendingWgmma w;
+  w.op = &op;
+  w.a = get(ctx, op.operands[0]);
+  w.b = get(ctx, op.operands[1]);
+  w.c = get(ctx, op.operands[2]);
+  for (RValue *operand : {&w.a, &w.b}) {
+    int64_t slot = slotOf(*operand);
+    if (slot < 0)
+      continue;
+    if (operand->buffer->copiesInFlight[slot] > 0)
+      return fail(op, DiagId::InterpDataRace, slot, nameOf(operand->buffer->value),
+                  "`wgmma` reads it while a bulk copy into it is in flight");
+  }
+  for (RValue *operand : {&w.a, &w.b})
+    if (int64_t slot = slotOf(*operand); slot >= 0)
+      ++operand->buffer->readers[slot];
+  w.result = newTile(type);
+  w.result.writtenAt = 0;
+  w.result.pad = std::make_shared<std::vector<char>>(w.result.tile->size(), 0);
+  w.result.inFlight = std::make_shared<bool>(true);
+  ctx.values[op.result()] = w.result;
+  ctx.open.push_back(std::move(w));
+  return Status::Next;
+}
+
+Machine::Status Machine::execWgmmaFence(Context &ctx, const Op &op) {
+  (void)op;
+  ctx.lastFence = clock_ + 1;
+  return Status::Next;
+}
+
+Machine::Status Machine::execWgmmaCommit(Context &ctx, const Op &op) {
+  (void)op;
+  // A commit with nothing open still makes an (empty) group, as in PTX.
+  ctx.groups.push_back(std::move(ctx.open));
+  ctx.open.clear();
+  return Status::Next;
+}
+
+Machine::Status Machine::execWgmmaWait(Context &ctx, const Op &op) {
+  size_t pending = static_cast<size_t>(std::max<int64_t>(op.intAttr("pending"), 0));
+  while (ctx.groups.size() > pending) {
+    for (PendingWgmma &w : ctx.groups.front())
+      if (retire(ctx, op, w) == Status::Failed)
+        return Status::Failed;
+    ctx.groups.pop_front();
+  }
+  for (const Value *v : op.operands) {
+    RValue &r = get(ctx, v);
+    if (r.inFlight && *r.inFlight)
+      return fail(op, DiagId::InterpResultInFlight, "wgmma_wait", nameOf(v));
+  }
+  return Status::Next;
+}
+
+Machine::Status Machine::retire(Context &ctx, const Op &at, PendingWgmma &w) {
+  (void)ctx;
+  if (w.c.inFlight && *w.c.inFlight)
+    return fail(at, DiagId::InterpResultInFlight, "wgmma", nameOf(w.op->operands[2]));
+  for (RValue *operand : {&w.a, &w.b})
+    if (int64_t slot = slotOf(*operand); slot >= 0)
+      --operand->buffer->readers[slot];
+  const Type &type = w.op->result()->type;
+  int64_t k = w.op->operands[0]->type.shape[1];
+  multiply(w.a, w.b, w.c, w.op->intAttr("trans_b") != 0, type.shape[0], type.shape[1], k, w.result);
+  *w.result.inFlight = false;
+  return Status::Next;
+}
+
+// --- persistent grids ------------------------------------------------------------
+
+Machine::Status Machine::execGridSize(Context &ctx, const Op &op) {
+  if (op.results.size() != 1 || !op.operands.empty())
+    return fail(op, DiagId::InterpMalformedOp, "grid_size", "it takes no operands and gives one i32");
+  RValue r;
+  r.scalar = static_cast<double>(gridX_);
+  ctx.values[op.result()] = r;
+  return Status::Next;
+}
+
+Machine::Status Machine::execNumSms(Context &ctx, const Op &op) {
+  if (op.results.size() != 1 || !op.operands.empty())
+    return fail(op, DiagId::InterpMalformedOp, "num_sms", "it takes no operands and gives one i32");
+  RValue r;
+  r.scalar = static_cast<double>(options_.numSms);
+  ctx.values[op.result()] = r;
+  return Status::Next;
+}
+
+} // namespace tkc::interp::detail

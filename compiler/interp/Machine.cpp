@@ -124,7 +124,8 @@ bool Machine::runBlock(int64_t bx, int64_t by, int64_t bz) {
       live = live || ctx->state != Context::State::Done;
     if (!live && !copies_.empty())
       return fail(*copies_.front().op, DiagId::InterpLeftInFlight, fmt::format("block {}", blockName(block_)),
-                  fmt::format("{} bulk copies in flight that no role waited for", copies_.size())) == Status::Next;
+                  fmt::format("{} bulk cop{} in flight that no role waited for", copies_.size(),
+                              copies_.size() == 1 ? "y" : "ies")) == Status::Next;
     if (!copies_.empty()) {
       // Copies land as late as they may: when nothing else can happen.
       if (!landOldestCopy())
@@ -160,7 +161,9 @@ Machine::Status Machine::runContext(Context &ctx) {
   if (!ctx.open.empty() || !ctx.groups.empty()) {
     const Op &op = ctx.open.empty() ? *ctx.groups.front().front().op : *ctx.open.front().op;
     size_t groups = ctx.groups.size() + (ctx.open.empty() ? 0 : 1);
-    return fail(op, DiagId::InterpLeftInFlight, fmt::format("the {} of block {}", ctx.what(), blockName(block_)),
+    std::string who = ctx.role.empty() ? fmt::format("block {}", blockName(block_))
+                                       : fmt::format("the {} of block {}", ctx.what(), blockName(block_));
+    return fail(op, DiagId::InterpLeftInFlight, who,
                 fmt::format("{} wgmma group(s) in flight (no `wgmma_wait` retired them)", groups));
   }
   return Status::Next;

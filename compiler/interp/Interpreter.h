@@ -19,6 +19,11 @@ struct Options {
   /// What `num_sms` gives: small, so that a persistent grid gives each block
   /// several tiles.
   int64_t numSms = 3;
+  /// How the roles of a block take turns: `Coarse`, a role runs until it
+  /// must wait; `Fine`, the next role's turn comes after every mbarrier,
+  /// bulk copy, wgmma or barrier op. Two schedules find more orderings that
+  /// a pipeline wrongly relies on.
+  enum class Interleave { Coarse, Fine } interleave = Interleave::Coarse;
 };
 
 /// Runs a kernel on the CPU with the reference semantics of the tile IR.
@@ -31,9 +36,10 @@ struct Options {
 ///
 /// sm_90a: the warpgroup roles of a block run as cooperatively scheduled
 /// contexts that meet only through mbarriers, `barrier` and shared memory.
-/// The schedule is deterministic and lazy: a context runs until it must wait,
-/// and bulk tensor copies land only when no context can go on, one at a time
-/// in issue order; wgmma reads its shared operands when a wgmma_wait retires
+/// The schedule is deterministic and lazy: a context runs until it must wait
+/// (or, with Interleave::Fine, until its next synchronising op), and bulk
+/// tensor copies land only when no context can go on, one at a time in issue
+/// order; wgmma reads its shared operands when a wgmma_wait retires
 /// it. A wrong phase, slot, arrival or a missing wait thus shows up as a
 /// wrong result, a data race or a deadlock, each reported with the op.
 class Interpreter {

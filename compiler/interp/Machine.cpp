@@ -22,6 +22,19 @@ std::string blockName(const int64_t (&block)[3]) {
   return fmt::format("({}, {}, {})", block[0], block[1], block[2]);
 }
 
+/// The ops after which Interleave::Fine switches roles: those that touch
+/// what the roles share.
+bool synchronises(OpKind kind) {
+  switch (kind) {
+  case OpKind::MbarrierInit: case OpKind::MbarrierExpectTx: case OpKind::MbarrierWait:
+  case OpKind::MbarrierArrive: case OpKind::TmaLoad: case OpKind::Wgmma: case OpKind::WgmmaWait:
+  case OpKind::Barrier:
+    return true;
+  default:
+    return false;
+  }
+}
+
 /// For, yield and warpgroup_role move the cursor themselves.
 bool movesCursor(OpKind kind) {
   return kind == OpKind::For || kind == OpKind::Yield || kind == OpKind::WarpgroupRole;
@@ -149,12 +162,15 @@ Machine::Status Machine::runContext(Context &ctx) {
       ctx.stack.pop_back();
       continue;
     }
-    Status status = exec(ctx, **cursor.pc);
+    const Op &op = **cursor.pc;
+    Status status = exec(ctx, op);
     if (status == Status::Blocked)
       ctx.state = Context::State::Blocked;
     if (status != Status::Next)
       return status;
     ctx.state = Context::State::Ready;
+    if (options_.interleave == Options::Interleave::Fine && synchronises(op.kind) && !ctx.stack.empty())
+      return Status::Next; // the next role's turn
   }
   ctx.state = Context::State::Done;
   // What a role leaves in flight would be lost or land after the block.

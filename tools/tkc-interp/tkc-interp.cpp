@@ -35,6 +35,12 @@ static cl::opt<std::string> targetName("target", cl::desc("sm_80 (default) or sm
 static cl::opt<unsigned> seed("seed", cl::desc("Random seed for the inputs"), cl::init(1));
 static cl::opt<unsigned> numSms("sms", cl::desc("Multiprocessors that `num_sms` reports (sizes persistent grids)"),
                                 cl::init(3));
+static cl::opt<interp::Options::Interleave> interleave(
+    "interleave", cl::desc("How the warpgroup roles of a block take turns"),
+    cl::values(clEnumValN(interp::Options::Interleave::Coarse, "coarse", "a role runs until it must wait (default)"),
+               clEnumValN(interp::Options::Interleave::Fine, "fine",
+                          "the next role goes on after every mbarrier, bulk copy, wgmma or barrier op")),
+    cl::init(interp::Options::Interleave::Coarse));
 
 namespace {
 
@@ -133,7 +139,7 @@ int runIRFile(SourceManager &sources, uint32_t file, DiagnosticEngine &diags,
     std::fprintf(stderr, "tkc-interp: error: %s\n", error.c_str());
     return 1;
   }
-  interp::Interpreter interpreter(diags, {static_cast<int64_t>(numSms)});
+  interp::Interpreter interpreter(diags, {static_cast<int64_t>(numSms), interleave});
   std::vector<interp::Tensor> reference;
   bool ok = true;
   for (auto &kernel : module->kernels) {
@@ -220,7 +226,7 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  interp::Interpreter interpreter(diags, {static_cast<int64_t>(numSms)});
+  interp::Interpreter interpreter(diags, {static_cast<int64_t>(numSms), interleave});
   std::vector<interp::Tensor> reference = inputs;
   if (!interpreter.run(*kernel, reference)) {
     std::printf("lower: failed\n");

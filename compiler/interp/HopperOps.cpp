@@ -171,9 +171,9 @@ Machine::Status Machine::execTmaLoad(Context &ctx, const Op &op) {
     return fail(op, DiagId::InterpMalformedOp, "tma_load", "operand #0 must be a shared buffer and #3 a global tensor");
   const Tensor &t = tensors_[global.global];
   std::vector<int64_t> sizes = op.listAttr("sizes");
-  if (op.operands.size() != 4 + t.dims.size() || sizes != tile.shape)
+  if (op.operands.size() != 4 + t.dims.size() || sizes != tile.shape || tile.shape.size() != t.dims.size())
     return fail(op, DiagId::InterpMalformedOp, "tma_load",
-                "it needs one offset per tensor dim and `sizes` equal to the slot's shape");
+                "it needs one offset per tensor dim and `sizes` equal to the slot's shape, of the tensor's rank");
   if (!ctx.oneThread)
     return fail(op, DiagId::InterpNeedsOneThread, "tma_load", ctx.what());
   // cuTensorMapEncodeTiled takes only 16-byte multiples as strides.
@@ -316,7 +316,7 @@ Machine::Status Machine::execWgmmaWait(Context &ctx, const Op &op) {
   size_t pending = static_cast<size_t>(std::max<int64_t>(op.intAttr("pending"), 0));
   while (ctx.groups.size() > pending) {
     for (PendingWgmma &w : ctx.groups.front())
-      if (retire(ctx, op, w) == Status::Failed)
+      if (retire(op, w) == Status::Failed)
         return Status::Failed;
     ctx.groups.pop_front();
   }
@@ -328,8 +328,7 @@ Machine::Status Machine::execWgmmaWait(Context &ctx, const Op &op) {
   return Status::Next;
 }
 
-Machine::Status Machine::retire(Context &ctx, const Op &at, PendingWgmma &w) {
-  (void)ctx;
+Machine::Status Machine::retire(const Op &at, PendingWgmma &w) {
   if (w.c.inFlight && *w.c.inFlight)
     return fail(at, DiagId::InterpResultInFlight, "wgmma", nameOf(w.op->operands[2]));
   for (RValue *operand : {&w.a, &w.b})

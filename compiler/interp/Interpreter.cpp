@@ -1,4 +1,7 @@
+// The interpreter's entry point and rounding to element types; Machine.h
+// says how the files that run a kernel divide the work.
 #include "interp/Interpreter.h"
+#include "interp/Machine.h"
 
 #include <fmt/format.h>
 
@@ -30,6 +33,11 @@ double roundTo(DType dtype, double value) {
   }
   }
   return value;
+}
+
+bool Interpreter::run(const Kernel &kernel, std::vector<Tensor> &tensors) {
+  detail::Machine machine(kernel, tensors, diags_, options_);
+  return machine.run();
 }
 
 } // namespace tkc::interp

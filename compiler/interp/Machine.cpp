@@ -4,9 +4,11 @@
 // than by recursion, so that it can stop at an op that must wait (an
 // mbarrier_wait whose phase has not completed, a `barrier` others have not
 // reached) and resume there later. Contexts of a block take turns in a fixed
-// order; a context keeps running until it must wait, so that the producer
-// fills the ring before any consumer starts, which makes a consumer that
-// reads a slot without waiting meet a copy still in flight.
+// order; a context keeps running until it must wait (Interleave::Coarse), so
+// that the producer fills the ring before any consumer starts, which makes a
+// consumer that reads a slot without waiting meet a copy still in flight.
+// Only when no context can go on does the oldest copy land; when none is in
+// flight either, the block is deadlocked.
 #include "interp/Machine.h"
 
 #include <fmt/format.h>
@@ -272,7 +274,7 @@ Machine::Status Machine::execFor(Context &ctx, const Op &op) {
   if (ctx.role.empty() && op.strAttr("role") == "producer") {
     if (kernel_.warps <= 4)
       return fail(op, DiagId::InterpRoleWarpgroups, 1, kernel_.warps / 4, kernel_.warps);
-    startProducer(ctx, op);
+    startProducer(ctx);
     advance(ctx);
     return Status::Next;
   }
@@ -326,7 +328,7 @@ Machine::Status Machine::execYield(Context &ctx, const Op &op) {
   return Status::Next;
 }
 
-void Machine::startProducer(Context &ctx, const Op &loop) {
+void Machine::startProducer(Context &ctx) {
   auto producer = std::make_unique<Context>();
   producer->role = "producer";
   producer->warps = 4;
@@ -338,7 +340,6 @@ void Machine::startProducer(Context &ctx, const Op &loop) {
   ctx.role = "consumer";
   ctx.warps = kernel_.warps - 4;
   contexts_.push_back(std::move(producer));
-  (void)loop;
 }
 
 Machine::Status Machine::execWarpgroupRole(Context &ctx, const Op &op) {
@@ -439,10 +440,4 @@ std::string Machine::nameOf(const Value *v) const {
 }
 
 } // namespace detail
-
-bool Interpreter::run(const Kernel &kernel, std::vector<Tensor> &tensors) {
-  detail::Machine machine(kernel, tensors, diags_, options_);
-  return machine.run();
-}
-
 } // namespace tkc::interp

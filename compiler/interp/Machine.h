@@ -4,7 +4,11 @@
 //   CoreOps.cpp    scalars, tiles, global and shared memory, cp.async (sm_80)
 //   HopperOps.cpp  mbarriers, bulk tensor copies, wgmma (sm_90a)
 //
-// Each op is one case of Machine::exec, which calls one handler.
+// Each op is one case of Machine::exec, which calls one handler. A new op
+// gets its case and a handler in the file of its family; state that roles
+// share (slots, barriers, copies in flight) lives in SharedBuffer and the
+// block's queues, state of one role (its wgmma groups, fences) in Context;
+// an op that lets roles meet also belongs in `synchronises` (Machine.cpp).
 #pragma once
 #include "interp/Interpreter.h"
 #include "support/Diagnostics.h"
@@ -96,7 +100,7 @@ struct Context {
   std::string role; ///< empty: every warp of the block
   int warps = 4;
   bool oneThread = false; ///< `issuers = 1`
-  bool explicitRole = false;
+  bool explicitRole = false; ///< opened by warpgroup_role (not split off by a producer loop)
   std::map<const ir::Value *, RValue> values;
   std::vector<Cursor> stack;
   enum class State { Ready, Blocked, Done } state = State::Ready;
@@ -137,7 +141,7 @@ private:
   Status execYield(Context &ctx, const ir::Op &op);
   Status execBarrier(Context &ctx, const ir::Op &op);
   Status execWarpgroupRole(Context &ctx, const ir::Op &op);
-  void startProducer(Context &ctx, const ir::Op &loop);
+  void startProducer(Context &ctx);
   void bindParams(Context &ctx, const ir::Block &block);
   bool landOldestCopy();
   bool reportDeadlock();
@@ -178,7 +182,7 @@ private:
   Mbarrier *barrierOf(Context &ctx, const ir::Op &op, size_t operand, int64_t it, std::string &name);
   Status arrive(const ir::Op &op, Mbarrier &bar, const std::string &name, int64_t arrivals);
   Status addTx(const ir::Op &op, Mbarrier &bar, const std::string &name, int64_t bytes);
-  Status retire(Context &ctx, const ir::Op &at, PendingWgmma &w);
+  Status retire(const ir::Op &at, PendingWgmma &w);
   /// Lands a bulk copy: writes the slot and completes its bytes on the mbarrier.
   bool land(BulkCopy &copy);
   /// A description of what a blocked wait needs, for the deadlock report.

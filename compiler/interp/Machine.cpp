@@ -137,10 +137,12 @@ bool Machine::runBlock(int64_t bx, int64_t by, int64_t bz) {
     bool live = false;
     for (auto &ctx : contexts_)
       live = live || ctx->state != Context::State::Done;
-    if (!live && !copies_.empty())
-      return fail(*copies_.front().op, DiagId::InterpLeftInFlight, fmt::format("block {}", blockName(block_)),
-                  fmt::format("{} bulk cop{} in flight that no role waited for", copies_.size(),
-                              copies_.size() == 1 ? "y" : "ies")) == Status::Next;
+    if (!live && !copies_.empty()) {
+      fail(*copies_.front().op, DiagId::InterpLeftInFlight, fmt::format("block {}", blockName(block_)),
+           fmt::format("{} bulk cop{} in flight that no role waited for", copies_.size(),
+                       copies_.size() == 1 ? "y" : "ies"));
+      return false;
+    }
     if (!copies_.empty()) {
       // Copies land as late as they may: when nothing else can happen.
       if (!landOldestCopy())

@@ -384,7 +384,10 @@ Machine::Status Machine::execSmemAlloc(Context &ctx, const Op &op) {
     buffer->pads.assign(slots, std::vector<char>(count(type.shape), 0));
     buffer->copiesInFlight.assign(slots, 0);
     buffer->readers.assign(slots, 0);
+    buffer->slotWrite.assign(slots, 0);
   }
+  buffer->offset = op.intAttr("offset", -1);
+  buffer->slotBytes = count(type.shape) * dtypeBytes(type.dtype);
   RValue r;
   r.shape = type.shape;
   r.buffer = buffer;
@@ -416,6 +419,9 @@ Machine::Status Machine::execAsyncLoad(Context &ctx, const Op &op) {
     slot[i] = (!pred || at < 0) ? 0.0 : t.data[at];
     slotPad[i] = at < 0;
   });
+  SharedBuffer &b = *buffer.buffer;
+  if (b.offset >= 0)
+    b.slotWrite[stage] = writeShared(op, b.offset + stage * b.slotBytes, b.slotBytes);
   return Status::Next;
 }
 

@@ -98,6 +98,9 @@ Machine::Status Machine::execMbarrierInit(Context &ctx, const Op &op) {
                 "it needs an #mbarrier buffer and a `count` between 1 and 2^20 - 1");
   for (Mbarrier &bar : r->buffer->bars)
     bar = Mbarrier{true, count, count, 0, 0};
+  SharedBuffer &b = *r->buffer;
+  if (b.offset >= 0)
+    b.barsWrite = writeShared(op, b.offset, static_cast<int64_t>(b.bars.size()) * 8);
   return Status::Next;
 }
 
@@ -235,6 +238,9 @@ bool Machine::land(BulkCopy &copy) {
     pad[i] = !inside;
   }
   --copy.buffer->copiesInFlight[copy.slot];
+  SharedBuffer &b = *copy.buffer;
+  if (b.offset >= 0)
+    b.slotWrite[copy.slot] = writeShared(op, b.offset + copy.slot * b.slotBytes, b.slotBytes);
   // complete-tx counts the whole box, zero-filled part included.
   int64_t bytes = elements(tile.shape) * dtypeBytes(tile.dtype);
   Mbarrier &bar = copy.bars->bars[copy.bar];
@@ -334,6 +340,9 @@ Machine::Status Machine::retire(const Op &at, PendingWgmma &w) {
   for (RValue *operand : {&w.a, &w.b})
     if (int64_t slot = slotOf(*operand); slot >= 0)
       --operand->buffer->readers[slot];
+  for (size_t i : {size_t(0), size_t(1)})
+    if (checkSharedRead(*w.op, w.op->operands[i], i == 0 ? w.a : w.b) == Status::Failed)
+      return Status::Failed;
   const Type &type = w.op->result()->type;
   int64_t k = w.op->operands[0]->type.shape[1];
   multiply(w.a, w.b, w.c, w.op->intAttr("trans_b") != 0, type.shape[0], type.shape[1], k, w.result);

@@ -107,6 +107,8 @@ bool Machine::runBlock(int64_t bx, int64_t by, int64_t bz) {
   copies_.clear();
   barrierGeneration_ = 0;
   barrierArrived_ = 0;
+  smemTags_.clear();
+  smemWriters_.clear();
   auto root = std::make_unique<Context>();
   root->warps = kernel_.warps;
   bindParams(*root, kernel_.body);
@@ -239,6 +241,14 @@ Machine::Status Machine::exec(Context &ctx, const Op &op) {
 }
 
 Machine::Status Machine::finish(Context &ctx, const Op &op, Status status) {
+  // A shared tile computed into the bytes smem-plan gave it.
+  if (status == Status::Next && op.kind != OpKind::SmemAlloc && op.results.size() == 1 &&
+      op.result()->type.isShared() && op.hasAttr("offset")) {
+    RValue &r = ctx.values[op.result()];
+    r.smemOffset = op.intAttr("offset");
+    r.smemBytes = op.result()->type.numElements() * dtypeBytes(op.result()->type.dtype);
+    r.smemWrite = writeShared(op, r.smemOffset, r.smemBytes);
+  }
   if (status == Status::Next) {
     ++clock_;
     if (!movesCursor(op.kind))
@@ -258,11 +268,59 @@ Machine::Status Machine::checkOperands(Context &ctx, const Op &op) {
                     (op.kind == OpKind::Wgmma && i == 2) || (op.kind == OpKind::For && i >= 3);
     if (r.inFlight && *r.inFlight && !passesOn)
       return fail(op, DiagId::InterpResultInFlight, mnemonicOf(op.kind), nameOf(v));
-    // wgmma checks its operand slots itself; stage_view only names a slot.
-    bool readsSlot = r.buffer && r.stage >= 0 && op.kind != OpKind::StageView && op.kind != OpKind::Wgmma;
-    if (readsSlot && r.buffer->copiesInFlight[r.stage] > 0)
+    // wgmma reads its operands when it is retired; stage_view only names a
+    // slot; copies write the buffer they are given; loops pass values on.
+    bool reads = op.kind != OpKind::StageView && op.kind != OpKind::Wgmma && op.kind != OpKind::Yield &&
+                 op.kind != OpKind::For &&
+                 !(i == 0 && (op.kind == OpKind::TmaLoad || op.kind == OpKind::AsyncLoad));
+    if (!reads)
+      continue;
+    if (r.buffer && r.stage >= 0 && r.buffer->copiesInFlight[r.stage] > 0)
       return fail(op, DiagId::InterpDataRace, r.stage, nameOf(r.buffer->value),
                   fmt::format("`{}` reads it while a bulk copy into it is in flight", mnemonicOf(op.kind)));
+    if (checkSharedRead(op, v, r) == Status::Failed)
+      return Status::Failed;
+  }
+  return Status::Next;
+}
+
+uint64_t Machine::writeShared(const Op &op, int64_t offset, int64_t bytes) {
+  if (offset < 0 || bytes <= 0)
+    return 0;
+  if (smemTags_.size() < static_cast<size_t>(offset + bytes))
+    smemTags_.resize(offset + bytes, 0);
+  smemWriters_.push_back(&op);
+  uint64_t id = smemWriters_.size();
+  std::fill(smemTags_.begin() + offset, smemTags_.begin() + offset + bytes, id);
+  return id;
+}
+
+Machine::Status Machine::checkSharedRead(const Op &reader, const Value *v, RValue &r) {
+  if (r.smemWrite)
+    return checkShared(reader, v, r.smemOffset, r.smemBytes, r.smemWrite);
+  if (!r.buffer || r.buffer->offset < 0)
+    return Status::Next;
+  SharedBuffer &b = *r.buffer;
+  if (!b.bars.empty())
+    return b.barsWrite ? checkShared(reader, v, b.offset, static_cast<int64_t>(b.bars.size()) * 8, b.barsWrite)
+                       : Status::Next;
+  int64_t slot = r.stage >= 0 ? r.stage : 0;
+  if (!b.slotWrite[slot])
+    return Status::Next;
+  return checkShared(reader, v, b.offset + slot * b.slotBytes, b.slotBytes, b.slotWrite[slot]);
+}
+
+Machine::Status Machine::checkShared(const Op &reader, const Value *v, int64_t offset, int64_t bytes,
+                                     uint64_t write) {
+  for (int64_t at = offset; at < offset + bytes; ++at) {
+    uint64_t found = static_cast<size_t>(at) < smemTags_.size() ? smemTags_[at] : 0;
+    if (found == write || found == 0 || found > smemWriters_.size())
+      continue;
+    const Op *writer = smemWriters_[found - 1];
+    diags_.report(reader.loc, DiagId::InterpSharedOverwritten, mnemonicOf(reader.kind), nameOf(v), offset,
+                  offset + bytes, mnemonicOf(writer->kind), at);
+    diags_.report(writer->loc, DiagId::InterpOverwrittenHere, mnemonicOf(writer->kind));
+    return Status::Failed;
   }
   return Status::Next;
 }

@@ -46,6 +46,12 @@ struct SharedBuffer {
   std::vector<Mbarrier> bars;
   std::vector<int> copiesInFlight; ///< per slot: bulk copies not landed yet
   std::vector<int> readers;        ///< per slot: issued wgmma not retired yet
+  // Where smem-plan put it (offset -1: not planned yet), and per slot (or
+  // for the mbarriers) the write whose bytes a read expects to find there.
+  int64_t offset = -1;
+  int64_t slotBytes = 0;
+  std::vector<uint64_t> slotWrite;
+  uint64_t barsWrite = 0;
 };
 
 /// A runtime value: a scalar, a dense tile, a shared buffer or one slot of
@@ -64,6 +70,11 @@ struct RValue {
   /// When the tile's registers were last written other than by wgmma (the
   /// machine's op counter), for the wgmma_fence rule.
   uint64_t writtenAt = 0;
+  /// A shared tile that smem-plan placed: its bytes and the write that put
+  /// it there, checked when it is read.
+  int64_t smemOffset = -1;
+  int64_t smemBytes = 0;
+  uint64_t smemWrite = 0;
 };
 
 /// A wgmma issued and not retired: its product is computed from shared
@@ -188,6 +199,18 @@ private:
   /// A description of what a blocked wait needs, for the deadlock report.
   std::string waitDescription(Context &ctx, const ir::Op &op);
 
+  // --- Machine.cpp: the bytes of shared memory ------------------------------
+  // Values only know their own bytes; one array of write ids over the
+  // block's shared memory finds buffers that smem-plan made overlap while
+  // both are in use.
+  /// Marks shared bytes [offset, offset + bytes) as written by `op` and
+  /// returns the write's id.
+  uint64_t writeShared(const ir::Op &op, int64_t offset, int64_t bytes);
+  /// Checks that the shared bytes that `reader` reads for `v` still hold
+  /// what was written there for it.
+  Status checkSharedRead(const ir::Op &reader, const ir::Value *v, RValue &r);
+  Status checkShared(const ir::Op &reader, const ir::Value *v, int64_t offset, int64_t bytes, uint64_t write);
+
   // --- shared helpers ----------------------------------------------------
 public:
   RValue &get(Context &ctx, const ir::Value *v) { return ctx.values[v]; }
@@ -221,6 +244,8 @@ private:
   std::deque<BulkCopy> copies_;
   uint64_t barrierGeneration_ = 0;
   int barrierArrived_ = 0;
+  std::vector<uint64_t> smemTags_;          ///< per byte: the write id that put it there (0: none)
+  std::vector<const ir::Op *> smemWriters_; ///< write id - 1 -> the op
 };
 
 } // namespace tkc::interp::detail

@@ -421,6 +421,8 @@ Machine::Status Machine::execWarpgroupRole(Context &ctx, const Op &op) {
     const Op &marker = **it;
     if (marker.kind != OpKind::WarpgroupRole)
       continue;
+    if (marker.intAttr("warpgroups", 1) < 1)
+      return fail(marker, DiagId::InterpMalformedOp, "warpgroup_role", "a role needs at least one warpgroup");
     auto role = std::make_unique<Context>();
     role->role = marker.strAttr("role", "unnamed");
     role->explicitRole = true;

@@ -105,16 +105,23 @@ RValue Machine::copyOf(RValue &v) {
   return r;
 }
 
-template <typename Fn>
-void Machine::forSlice(Context &ctx, const Op &op, size_t firstOffset, const Tensor &t, int64_t tileCount, Fn &&fn) {
-  std::vector<int64_t> sizes = op.listAttr("sizes");
+std::vector<int64_t> Machine::sliceBase(Context &ctx, const Op &op, size_t firstOffset, const Tensor &t) {
   std::vector<int64_t> base(t.dims.size());
-  std::vector<int64_t> extents;
-  for (size_t d = 0; d < t.dims.size(); ++d) {
+  for (size_t d = 0; d < t.dims.size(); ++d)
     base[d] = static_cast<int64_t>(get(ctx, op.operands[firstOffset + d]).scalar);
+  return base;
+}
+
+namespace {
+/// Visits every element of the slice of `t` at `base` with the op's `sizes`
+/// (0: a dim indexed by a single offset): `fn(tile index, global offset or -1)`.
+template <typename Fn>
+void forSlice(const Op &op, const Tensor &t, const std::vector<int64_t> &base, int64_t tileCount, Fn &&fn) {
+  std::vector<int64_t> sizes = op.listAttr("sizes");
+  std::vector<int64_t> extents;
+  for (size_t d = 0; d < t.dims.size(); ++d)
     if (sizes[d] > 0)
       extents.push_back(sizes[d]);
-  }
   std::vector<int64_t> index(t.dims.size());
   for (int64_t i = 0; i < tileCount; ++i) {
     index = base;
@@ -130,6 +137,7 @@ void Machine::forSlice(Context &ctx, const Op &op, size_t firstOffset, const Ten
     fn(i, globalOffset(t, index));
   }
 }
+} // namespace
 
 void Machine::multiply(RValue &a, RValue &b, RValue &c, bool transB, int64_t m, int64_t n, int64_t k, RValue &out) {
   const std::vector<double> &av = data(a), &bv = data(b), &cv = data(c);
@@ -261,7 +269,7 @@ Machine::Status Machine::execLoad(Context &ctx, const Op &op) {
   const Type &type = op.result()->type;
   RValue r = newTile(type);
   const Tensor &t = tensors_[get(ctx, op.operands[0]).global];
-  forSlice(ctx, op, 1, t, count(type.shape), [&](int64_t i, int64_t at) {
+  forSlice(op, t, sliceBase(ctx, op, 1, t), count(type.shape), [&](int64_t i, int64_t at) {
     (*r.tile)[i] = at < 0 ? 0.0 : t.data[at];
     if (at < 0)
       markPad(r, i);
@@ -274,7 +282,7 @@ Machine::Status Machine::execStore(Context &ctx, const Op &op) {
   Tensor &t = tensors_[get(ctx, op.operands[0]).global];
   const Value *tile = op.operands[1];
   const std::vector<double> &values = data(get(ctx, tile));
-  forSlice(ctx, op, 2, t, count(tile->type.shape), [&](int64_t i, int64_t at) {
+  forSlice(op, t, sliceBase(ctx, op, 2, t), count(tile->type.shape), [&](int64_t i, int64_t at) {
     if (at >= 0)
       t.data[at] = roundTo(t.dtype, values[i]);
   });
@@ -411,18 +419,77 @@ Machine::Status Machine::execAsyncLoad(Context &ctx, const Op &op) {
   int64_t stage = static_cast<int64_t>(get(ctx, op.operands[1]).scalar);
   if (!buffer.buffer || stage < 0 || stage >= static_cast<int64_t>(buffer.buffer->slots.size()))
     return fail(op, DiagId::InterpMalformedOp, "async_load", fmt::format("there is no slot {}", stage));
-  bool pred = get(ctx, op.operands[2]).scalar != 0;
-  const Tensor &t = tensors_[get(ctx, op.operands[3]).global];
-  std::vector<double> &slot = buffer.buffer->slots[stage];
-  std::vector<char> &slotPad = buffer.buffer->pads[stage];
-  forSlice(ctx, op, 4, t, static_cast<int64_t>(slot.size()), [&](int64_t i, int64_t at) {
-    slot[i] = (!pred || at < 0) ? 0.0 : t.data[at];
-    slotPad[i] = at < 0;
-  });
   SharedBuffer &b = *buffer.buffer;
-  if (b.offset >= 0)
-    b.slotWrite[stage] = writeShared(op, b.offset + stage * b.slotBytes, b.slotBytes);
+  if (b.copiesInFlight[stage] > 0)
+    return fail(op, DiagId::InterpDataRace, stage, nameOf(op.operands[0]),
+                "`async_load` starts a copy into it while an earlier copy is in flight");
+  // The copy may write from now on.
+  if (b.offset >= 0 &&
+      genericWrite(op, op.operands[0], b.offset + stage * b.slotBytes, b.slotBytes, false) == Status::Failed)
+    return Status::Failed;
+  BulkCopy copy;
+  copy.op = &op;
+  copy.buffer = buffer.buffer;
+  copy.slot = stage;
+  copy.global = get(ctx, op.operands[3]).global;
+  copy.base = sliceBase(ctx, op, 4, tensors_[copy.global]);
+  copy.zeroFill = get(ctx, op.operands[2]).scalar == 0;
+  ++b.copiesInFlight[stage];
+  ctx.asyncOpen.push_back(std::move(copy));
   return Status::Next;
+}
+
+Machine::Status Machine::execAsyncCommit(Context &ctx, const Op &op) {
+  // As in PTX, a commit with nothing open makes an empty group.
+  ctx.asyncGroups.push_back(std::move(ctx.asyncOpen));
+  ctx.asyncOpen.clear();
+  return Status::Next;
+}
+
+Machine::Status Machine::execAsyncWait(Context &ctx, const Op &op) {
+  size_t pending = static_cast<size_t>(std::max<int64_t>(op.intAttr("pending"), 0));
+  while (ctx.asyncGroups.size() > pending) {
+    if (landAsyncGroup(ctx, ctx.asyncGroups.front()) == Status::Failed)
+      return Status::Failed;
+    ctx.asyncGroups.pop_front();
+  }
+  return Status::Next;
+}
+
+Machine::Status Machine::landAsyncGroup(Context &ctx, std::vector<BulkCopy> &group) {
+  for (BulkCopy &copy : group) {
+    if (!land(copy))
+      return Status::Failed;
+    SharedBuffer &b = *copy.buffer;
+    // Landed data is the issuing threads' write: others see it after a barrier.
+    if (b.offset >= 0 && genericWrite(*copy.op, copy.op->operands[0], b.offset + copy.slot * b.slotBytes,
+                                      b.slotBytes, true) == Status::Failed)
+      return Status::Failed;
+  }
+  return Status::Next;
+}
+
+bool Machine::land(BulkCopy &copy) {
+  const Op &op = *copy.op;
+  const Tensor &t = tensors_[copy.global];
+  SharedBuffer &b = *copy.buffer;
+  std::vector<double> &slot = b.slots[copy.slot];
+  std::vector<char> &pad = b.pads[copy.slot];
+  // Zeros past the tensor's bounds (bulk copies: on every side).
+  forSlice(op, t, copy.base, static_cast<int64_t>(slot.size()), [&](int64_t i, int64_t at) {
+    slot[i] = (copy.zeroFill || at < 0) ? 0.0 : t.data[at];
+    pad[i] = at < 0;
+  });
+  --b.copiesInFlight[copy.slot];
+  if (b.offset >= 0)
+    b.slotWrite[copy.slot] = writeShared(op, b.offset + copy.slot * b.slotBytes, b.slotBytes);
+  if (!copy.bars)
+    return true;
+  // complete-tx counts the whole box, zero-filled part included.
+  int64_t bytes = b.slotBytes;
+  Mbarrier &bar = copy.bars->bars[copy.bar];
+  std::string name = fmt::format("`{}`[{}]", nameOf(copy.bars->value), copy.bar);
+  return addTx(op, bar, name, -bytes) == Status::Next;
 }
 
 } // namespace tkc::interp::detail

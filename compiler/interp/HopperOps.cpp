@@ -22,13 +22,6 @@ using namespace ir;
 namespace {
 constexpr int64_t kMaxCount = (int64_t(1) << 20) - 1; // PTX: arrival and tx counts
 
-int64_t elements(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t s : shape)
-    n *= s;
-  return n;
-}
-
 /// The slot of a shared operand that a wgmma reads, or -1 for registers.
 int64_t slotOf(const RValue &r) {
   if (!r.buffer)
@@ -99,8 +92,13 @@ Machine::Status Machine::execMbarrierInit(Context &ctx, const Op &op) {
   for (Mbarrier &bar : r->buffer->bars)
     bar = Mbarrier{true, count, count, 0, 0};
   SharedBuffer &b = *r->buffer;
-  if (b.offset >= 0)
-    b.barsWrite = writeShared(op, b.offset, static_cast<int64_t>(b.bars.size()) * 8);
+  if (b.offset >= 0) {
+    // One thread sets them up; the others may use them after a barrier.
+    int64_t bytes = static_cast<int64_t>(b.bars.size()) * 8;
+    if (genericWrite(op, op.operands[0], b.offset, bytes, true) == Status::Failed)
+      return Status::Failed;
+    b.barsWrite = writeShared(op, b.offset, bytes);
+  }
   return Status::Next;
 }
 
@@ -198,7 +196,7 @@ Machine::Status Machine::execTmaLoad(Context &ctx, const Op &op) {
                 "`tma_load` starts a bulk copy into it while a `wgmma` still reads it");
   if (slots.copiesInFlight[slot] > 0)
     return fail(op, DiagId::InterpDataRace, slot, bufferName,
-                "`tma_load` starts a bulk copy into it while an earlier one is in flight");
+                "`tma_load` starts a bulk copy into it while an earlier copy is in flight");
   BulkCopy copy;
   copy.op = &op;
   copy.buffer = buffer.buffer;
@@ -212,40 +210,6 @@ Machine::Status Machine::execTmaLoad(Context &ctx, const Op &op) {
   ++slots.copiesInFlight[slot];
   copies_.push_back(std::move(copy));
   return Status::Next;
-}
-
-bool Machine::land(BulkCopy &copy) {
-  const Op &op = *copy.op;
-  const Type &tile = op.operands[0]->type;
-  const Tensor &t = tensors_[copy.global];
-  std::vector<double> &slot = copy.buffer->slots[copy.slot];
-  std::vector<char> &pad = copy.buffer->pads[copy.slot];
-  size_t rank = tile.shape.size();
-  std::vector<int64_t> index(rank);
-  for (int64_t i = 0; i < static_cast<int64_t>(slot.size()); ++i) {
-    // The box, with zeros past the tensor's bounds (on every side).
-    int64_t rest = i, offset = 0;
-    bool inside = true;
-    for (size_t d = rank; d-- > 0;) {
-      index[d] = copy.base[d] + rest % tile.shape[d];
-      rest /= tile.shape[d];
-    }
-    for (size_t d = 0; d < rank; ++d) {
-      inside = inside && index[d] >= 0 && index[d] < t.dims[d];
-      offset = offset * t.dims[d] + index[d];
-    }
-    slot[i] = inside ? t.data[offset] : 0.0;
-    pad[i] = !inside;
-  }
-  --copy.buffer->copiesInFlight[copy.slot];
-  SharedBuffer &b = *copy.buffer;
-  if (b.offset >= 0)
-    b.slotWrite[copy.slot] = writeShared(op, b.offset + copy.slot * b.slotBytes, b.slotBytes);
-  // complete-tx counts the whole box, zero-filled part included.
-  int64_t bytes = elements(tile.shape) * dtypeBytes(tile.dtype);
-  Mbarrier &bar = copy.bars->bars[copy.bar];
-  std::string name = fmt::format("`{}`[{}]", nameOf(copy.bars->value), copy.bar);
-  return addTx(op, bar, name, -bytes) == Status::Next;
 }
 
 // --- wgmma -------------------------------------------------------------------
@@ -290,7 +254,7 @@ Machine::Status Machine::execWgmma(Context &ctx, const Op &op) {
       continue;
     if (operand->buffer->copiesInFlight[slot] > 0)
       return fail(op, DiagId::InterpDataRace, slot, nameOf(operand->buffer->value),
-                  "`wgmma` reads it while a bulk copy into it is in flight");
+                  "`wgmma` reads it while a copy into it is in flight");
   }
   for (RValue *operand : {&w.a, &w.b})
     if (int64_t slot = slotOf(*operand); slot >= 0)

@@ -24,6 +24,9 @@ struct Options {
   /// bulk copy, wgmma or barrier op. Two schedules find more orderings that
   /// a pipeline wrongly relies on.
   enum class Interleave { Coarse, Fine } interleave = Interleave::Coarse;
+  /// Whether ordinary accesses of shared memory by different threads must be
+  /// ordered by `barrier` (true of IR after the barriers pass).
+  bool checkBarriers = false;
 };
 
 /// Runs a kernel on the CPU with the reference semantics of the tile IR.
@@ -31,8 +34,8 @@ struct Options {
 /// Blocks run one after the other; tiles are dense block-wide arrays whatever
 /// their layout. Arithmetic is done in double and rounded to each result's
 /// element type, so that two versions of a kernel that compute the same
-/// function agree up to reassociation. cp.async copies (sm_80) complete at
-/// once and their waits do nothing.
+/// function agree up to reassociation. A cp.async copy (sm_80) lands when
+/// the async_wait that retires its group runs.
 ///
 /// sm_90a: the warpgroup roles of a block run as cooperatively scheduled
 /// contexts that meet only through mbarriers, `barrier` and shared memory.

@@ -109,6 +109,10 @@ bool Machine::runBlock(int64_t bx, int64_t by, int64_t bz) {
   barrierArrived_ = 0;
   smemTags_.clear();
   smemWriters_.clear();
+  writeEpoch_.clear();
+  readEpoch_.clear();
+  lastWriter_.clear();
+  lastReader_.clear();
   auto root = std::make_unique<Context>();
   root->warps = kernel_.warps;
   bindParams(*root, kernel_.body);
@@ -188,6 +192,19 @@ Machine::Status Machine::runContext(Context &ctx) {
     return fail(op, DiagId::InterpLeftInFlight, who,
                 fmt::format("{} wgmma group(s) in flight (no `wgmma_wait` retired them)", groups));
   }
+  if (!ctx.asyncOpen.empty() || !ctx.asyncGroups.empty()) {
+    const Op *op = ctx.asyncOpen.empty() ? nullptr : ctx.asyncOpen.front().op;
+    for (auto &group : ctx.asyncGroups)
+      if (!op && !group.empty())
+        op = group.front().op;
+    size_t groups = ctx.asyncGroups.size() + (ctx.asyncOpen.empty() ? 0 : 1);
+    if (op) {
+      std::string who = ctx.role.empty() ? fmt::format("block {}", blockName(block_))
+                                         : fmt::format("the {} of block {}", ctx.what(), blockName(block_));
+      return fail(*op, DiagId::InterpLeftInFlight, who,
+                  fmt::format("{} cp.async group(s) in flight (no `async_wait` retired them)", groups));
+    }
+  }
   return Status::Next;
 }
 
@@ -219,8 +236,8 @@ Machine::Status Machine::exec(Context &ctx, const Op &op) {
   case OpKind::SmemAlloc: return finish(ctx, op, execSmemAlloc(ctx, op));
   case OpKind::StageView: return finish(ctx, op, execStageView(ctx, op));
   case OpKind::AsyncLoad: return finish(ctx, op, execAsyncLoad(ctx, op));
-  case OpKind::AsyncCommit: return finish(ctx, op, Status::Next); // cp.async copies land when issued
-  case OpKind::AsyncWait: return finish(ctx, op, Status::Next);
+  case OpKind::AsyncCommit: return finish(ctx, op, execAsyncCommit(ctx, op));
+  case OpKind::AsyncWait: return finish(ctx, op, execAsyncWait(ctx, op));
   case OpKind::Barrier: return finish(ctx, op, execBarrier(ctx, op));
   case OpKind::MbarrierInit: return finish(ctx, op, execMbarrierInit(ctx, op));
   case OpKind::MbarrierExpectTx: return finish(ctx, op, execMbarrierExpectTx(ctx, op));
@@ -247,6 +264,8 @@ Machine::Status Machine::finish(Context &ctx, const Op &op, Status status) {
     RValue &r = ctx.values[op.result()];
     r.smemOffset = op.intAttr("offset");
     r.smemBytes = op.result()->type.numElements() * dtypeBytes(op.result()->type.dtype);
+    if (genericWrite(op, op.result(), r.smemOffset, r.smemBytes, true) == Status::Failed)
+      return Status::Failed;
     r.smemWrite = writeShared(op, r.smemOffset, r.smemBytes);
   }
   if (status == Status::Next) {
@@ -277,10 +296,83 @@ Machine::Status Machine::checkOperands(Context &ctx, const Op &op) {
       continue;
     if (r.buffer && r.stage >= 0 && r.buffer->copiesInFlight[r.stage] > 0)
       return fail(op, DiagId::InterpDataRace, r.stage, nameOf(r.buffer->value),
-                  fmt::format("`{}` reads it while a bulk copy into it is in flight", mnemonicOf(op.kind)));
-    if (checkSharedRead(op, v, r) == Status::Failed)
+                  fmt::format("`{}` reads it while a copy into it is in flight", mnemonicOf(op.kind)));
+    if (checkSharedRead(op, v, r) == Status::Failed || genericRead(op, v, r) == Status::Failed)
       return Status::Failed;
   }
+  return Status::Next;
+}
+
+bool Machine::bytesOf(RValue &r, int64_t &offset, int64_t &bytes) {
+  if (r.smemWrite) {
+    offset = r.smemOffset;
+    bytes = r.smemBytes;
+    return true;
+  }
+  if (!r.buffer || r.buffer->offset < 0)
+    return false;
+  SharedBuffer &b = *r.buffer;
+  if (!b.bars.empty()) {
+    offset = b.offset;
+    bytes = static_cast<int64_t>(b.bars.size()) * 8;
+    return true;
+  }
+  offset = b.offset + (r.stage >= 0 ? r.stage : 0) * b.slotBytes;
+  bytes = b.slotBytes;
+  return true;
+}
+
+namespace {
+bool isMbarrierOp(OpKind kind) {
+  return kind == OpKind::MbarrierInit || kind == OpKind::MbarrierExpectTx || kind == OpKind::MbarrierWait ||
+         kind == OpKind::MbarrierArrive;
+}
+} // namespace
+
+Machine::Status Machine::genericRead(const Op &op, const Value *v, RValue &r) {
+  int64_t offset, bytes;
+  if (!options_.checkBarriers || !bytesOf(r, offset, bytes))
+    return Status::Next;
+  int64_t epoch = static_cast<int64_t>(barrierGeneration_);
+  for (int64_t at = offset; at < offset + bytes && static_cast<size_t>(at) < writeEpoch_.size(); ++at)
+    if (writeEpoch_[at] == epoch)
+      return fail(op, DiagId::InterpMissingBarrier, mnemonicOf(op.kind), "reads", nameOf(v), at,
+                  mnemonicOf(lastWriter_[at]->kind), "wrote");
+  // An mbarrier is updated atomically: using one is no read to order.
+  if (isMbarrierOp(op.kind))
+    return Status::Next;
+  if (readEpoch_.size() < static_cast<size_t>(offset + bytes)) {
+    readEpoch_.resize(offset + bytes, -1);
+    lastReader_.resize(offset + bytes, nullptr);
+  }
+  std::fill(readEpoch_.begin() + offset, readEpoch_.begin() + offset + bytes, epoch);
+  std::fill(lastReader_.begin() + offset, lastReader_.begin() + offset + bytes, &op);
+  return Status::Next;
+}
+
+/// `landed`: the bytes hold the new data now (not only may change from now
+/// on, as with a cp.async just issued).
+Machine::Status Machine::genericWrite(const Op &op, const Value *v, int64_t offset, int64_t bytes, bool landed) {
+  if (!options_.checkBarriers || offset < 0 || bytes <= 0)
+    return Status::Next;
+  int64_t epoch = static_cast<int64_t>(barrierGeneration_);
+  for (int64_t at = offset; at < offset + bytes; ++at) {
+    if (static_cast<size_t>(at) < readEpoch_.size() && readEpoch_[at] == epoch)
+      return fail(op, DiagId::InterpMissingBarrier, mnemonicOf(op.kind), "writes", nameOf(v), at,
+                  mnemonicOf(lastReader_[at]->kind), "read");
+    // A cp.async retired by its async_wait lands on bytes it owns already.
+    bool sameCopy = landed && static_cast<size_t>(at) < lastWriter_.size() && lastWriter_[at] == &op &&
+                    op.kind == OpKind::AsyncLoad;
+    if (static_cast<size_t>(at) < writeEpoch_.size() && writeEpoch_[at] == epoch && !sameCopy)
+      return fail(op, DiagId::InterpMissingBarrier, mnemonicOf(op.kind), "writes", nameOf(v), at,
+                  mnemonicOf(lastWriter_[at]->kind), "wrote");
+  }
+  if (writeEpoch_.size() < static_cast<size_t>(offset + bytes)) {
+    writeEpoch_.resize(offset + bytes, -1);
+    lastWriter_.resize(offset + bytes, nullptr);
+  }
+  std::fill(writeEpoch_.begin() + offset, writeEpoch_.begin() + offset + bytes, epoch);
+  std::fill(lastWriter_.begin() + offset, lastWriter_.begin() + offset + bytes, &op);
   return Status::Next;
 }
 

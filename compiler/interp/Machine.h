@@ -84,15 +84,18 @@ struct PendingWgmma {
   RValue a, b, c, result;
 };
 
-/// A bulk tensor copy issued and not landed.
+/// A copy from global to shared memory issued and not landed: a bulk tensor
+/// copy (tma_load, completing on an mbarrier) or a cp.async (async_load,
+/// landing at the async_wait that retires its group).
 struct BulkCopy {
   const ir::Op *op = nullptr;
   std::shared_ptr<SharedBuffer> buffer;
   int64_t slot = 0;
-  std::shared_ptr<SharedBuffer> bars;
+  std::shared_ptr<SharedBuffer> bars; ///< null for cp.async
   int64_t bar = 0;
   int global = -1;
-  std::vector<int64_t> base;
+  std::vector<int64_t> base; ///< the slice's offset in every dim of the tensor
+  bool zeroFill = false;     ///< cp.async whose predicate was false
 };
 
 /// Where a context is in a block: the next op, where to stop, and for a
@@ -120,6 +123,8 @@ struct Context {
   uint64_t lastFence = 0;
   std::vector<PendingWgmma> open;
   std::deque<std::vector<PendingWgmma>> groups;
+  std::vector<BulkCopy> asyncOpen; ///< cp.async not committed yet
+  std::deque<std::vector<BulkCopy>> asyncGroups;
 
   /// "consumer role", "block" etc. for messages.
   std::string what() const { return role.empty() ? std::string("block") : role + " role"; }
@@ -175,6 +180,11 @@ private:
   Status execSmemAlloc(Context &ctx, const ir::Op &op);
   Status execStageView(Context &ctx, const ir::Op &op);
   Status execAsyncLoad(Context &ctx, const ir::Op &op);
+  Status execAsyncCommit(Context &ctx, const ir::Op &op);
+  Status execAsyncWait(Context &ctx, const ir::Op &op);
+  /// Lands a copy: writes the slot and, for a bulk copy, completes its bytes
+  /// on the mbarrier.
+  bool land(BulkCopy &copy);
 
   // --- HopperOps.cpp -------------------------------------------------------
   Status execMbarrierInit(Context &ctx, const ir::Op &op);
@@ -194,8 +204,6 @@ private:
   Status arrive(const ir::Op &op, Mbarrier &bar, const std::string &name, int64_t arrivals);
   Status addTx(const ir::Op &op, Mbarrier &bar, const std::string &name, int64_t bytes);
   Status retire(const ir::Op &at, PendingWgmma &w);
-  /// Lands a bulk copy: writes the slot and completes its bytes on the mbarrier.
-  bool land(BulkCopy &copy);
   /// A description of what a blocked wait needs, for the deadlock report.
   std::string waitDescription(Context &ctx, const ir::Op &op);
 
@@ -210,6 +218,15 @@ private:
   /// what was written there for it.
   Status checkSharedRead(const ir::Op &reader, const ir::Value *v, RValue &r);
   Status checkShared(const ir::Op &reader, const ir::Value *v, int64_t offset, int64_t bytes, uint64_t write);
+  // With Options::checkBarriers: ordinary (generic-proxy) accesses of shared
+  // bytes by the threads of a block must be ordered by a `barrier` when one
+  // of them writes (what the barriers pass guarantees). Bulk copies and
+  // wgmma are ordered by mbarriers and wgmma_wait instead.
+  Status genericRead(const ir::Op &op, const ir::Value *v, RValue &r);
+  Status genericWrite(const ir::Op &op, const ir::Value *v, int64_t offset, int64_t bytes, bool landed);
+  /// The shared bytes of a value (a placed tile, a slot, an mbarrier array),
+  /// or false when smem-plan has not placed it.
+  bool bytesOf(RValue &r, int64_t &offset, int64_t &bytes);
 
   // --- shared helpers ----------------------------------------------------
 public:
@@ -228,8 +245,9 @@ private:
     diags_.report(op.loc, id, std::forward<Args>(args)...);
     return Status::Failed;
   }
-  template <typename Fn> void forSlice(Context &ctx, const ir::Op &op, size_t firstOffset, const Tensor &t,
-                                       int64_t tileCount, Fn &&fn);
+  /// The offsets of a load, store or copy into its tensor.
+  std::vector<int64_t> sliceBase(Context &ctx, const ir::Op &op, size_t firstOffset, const Tensor &t);
+  Status landAsyncGroup(Context &ctx, std::vector<BulkCopy> &group);
   double symbolValue(const std::string &symbol) const;
 
   const ir::Kernel &kernel_;
@@ -246,6 +264,10 @@ private:
   int barrierArrived_ = 0;
   std::vector<uint64_t> smemTags_;          ///< per byte: the write id that put it there (0: none)
   std::vector<const ir::Op *> smemWriters_; ///< write id - 1 -> the op
+  /// Per byte: the barrier generation of the last ordinary write and read
+  /// (-1: none), and the op that did it.
+  std::vector<int64_t> writeEpoch_, readEpoch_;
+  std::vector<const ir::Op *> lastWriter_, lastReader_;
 };
 
 } // namespace tkc::interp::detail

@@ -37,6 +37,15 @@ bool synchronises(OpKind kind) {
   }
 }
 
+/// The first op of a list of asynchronous operations still in flight (open,
+/// then committed groups), or null when there is none.
+template <typename T> const Op *firstOpOf(const std::vector<T> &open, const std::deque<std::vector<T>> &groups) {
+  for (const std::vector<T> &group : groups)
+    if (!group.empty())
+      return group.front().op;
+  return open.empty() ? nullptr : open.front().op;
+}
+
 /// For, yield and warpgroup_role move the cursor themselves.
 bool movesCursor(OpKind kind) {
   return kind == OpKind::For || kind == OpKind::Yield || kind == OpKind::WarpgroupRole;
@@ -184,27 +193,16 @@ Machine::Status Machine::runContext(Context &ctx) {
   }
   ctx.state = Context::State::Done;
   // What a role leaves in flight would be lost or land after the block.
-  if (!ctx.open.empty() || !ctx.groups.empty()) {
-    const Op &op = ctx.open.empty() ? *ctx.groups.front().front().op : *ctx.open.front().op;
-    size_t groups = ctx.groups.size() + (ctx.open.empty() ? 0 : 1);
-    std::string who = ctx.role.empty() ? fmt::format("block {}", blockName(block_))
-                                       : fmt::format("the {} of block {}", ctx.what(), blockName(block_));
-    return fail(op, DiagId::InterpLeftInFlight, who,
-                fmt::format("{} wgmma group(s) in flight (no `wgmma_wait` retired them)", groups));
-  }
-  if (!ctx.asyncOpen.empty() || !ctx.asyncGroups.empty()) {
-    const Op *op = ctx.asyncOpen.empty() ? nullptr : ctx.asyncOpen.front().op;
-    for (auto &group : ctx.asyncGroups)
-      if (!op && !group.empty())
-        op = group.front().op;
-    size_t groups = ctx.asyncGroups.size() + (ctx.asyncOpen.empty() ? 0 : 1);
-    if (op) {
-      std::string who = ctx.role.empty() ? fmt::format("block {}", blockName(block_))
-                                         : fmt::format("the {} of block {}", ctx.what(), blockName(block_));
-      return fail(*op, DiagId::InterpLeftInFlight, who,
-                  fmt::format("{} cp.async group(s) in flight (no `async_wait` retired them)", groups));
-    }
-  }
+  std::string who = ctx.role.empty() ? fmt::format("block {}", blockName(block_))
+                                     : fmt::format("the {} of block {}", ctx.what(), blockName(block_));
+  if (const Op *op = firstOpOf(ctx.open, ctx.groups))
+    return fail(*op, DiagId::InterpLeftInFlight, who,
+                fmt::format("{} wgmma group(s) in flight (no `wgmma_wait` retired them)",
+                            ctx.groups.size() + !ctx.open.empty()));
+  if (const Op *op = firstOpOf(ctx.asyncOpen, ctx.asyncGroups))
+    return fail(*op, DiagId::InterpLeftInFlight, who,
+                fmt::format("{} cp.async group(s) in flight (no `async_wait` retired them)",
+                            ctx.asyncGroups.size() + !ctx.asyncOpen.empty()));
   return Status::Next;
 }
 

@@ -1,8 +1,9 @@
 // The interpreter's machine state, shared by the files that implement it:
 //
-//   Machine.cpp    blocks, roles and their scheduling, `for`, deadlocks
-//   CoreOps.cpp    scalars, tiles, global and shared memory, cp.async (sm_80)
-//   HopperOps.cpp  mbarriers, bulk tensor copies, wgmma (sm_90a)
+//   Machine.cpp       blocks, roles and their scheduling, `for`, deadlocks
+//   CoreOps.cpp       scalars, tiles, global and shared memory, cp.async (sm_80)
+//   HopperOps.cpp     mbarriers, bulk tensor copies, wgmma (sm_90a)
+//   SharedMemory.cpp  shared bytes: buffers that overlap, missing barriers
 //
 // Each op is one case of Machine::exec, which calls one handler. A new op
 // gets its case and a handler in the file of its family; state that roles
@@ -207,10 +208,7 @@ private:
   /// A description of what a blocked wait needs, for the deadlock report.
   std::string waitDescription(Context &ctx, const ir::Op &op);
 
-  // --- Machine.cpp: the bytes of shared memory ------------------------------
-  // Values only know their own bytes; one array of write ids over the
-  // block's shared memory finds buffers that smem-plan made overlap while
-  // both are in use.
+  // --- SharedMemory.cpp --------------------------------------------------------
   /// Marks shared bytes [offset, offset + bytes) as written by `op` and
   /// returns the write's id.
   uint64_t writeShared(const ir::Op &op, int64_t offset, int64_t bytes);

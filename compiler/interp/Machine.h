@@ -227,7 +227,6 @@ private:
   bool bytesOf(RValue &r, int64_t &offset, int64_t &bytes);
 
   // --- shared helpers ----------------------------------------------------
-public:
   RValue &get(Context &ctx, const ir::Value *v) { return ctx.values[v]; }
   RValue newTile(const ir::Type &type);
   std::vector<double> &data(RValue &r);
@@ -238,7 +237,6 @@ public:
   /// Multiplies c + a @ b over the f32 accumulator with the padding rule.
   void multiply(RValue &a, RValue &b, RValue &c, bool transB, int64_t m, int64_t n, int64_t k, RValue &out);
 
-private:
   template <typename... Args> Status fail(const ir::Op &op, DiagId id, Args &&...args) {
     diags_.report(op.loc, id, std::forward<Args>(args)...);
     return Status::Failed;

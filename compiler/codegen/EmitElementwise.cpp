@@ -195,7 +195,8 @@ bool KernelEmitter::emitReduce(const Op &op) {
     shuffles = {1, 2};
   } else if (from == LayoutKind::Strip && to == LayoutKind::StripRow && axis == 1) {
     target = "r";
-    shuffles = {16, 8, 4, 2, 1};
+    for (int s = src->type.layout.lanes / 2; s >= 1; s /= 2)
+      shuffles.push_back(s);
   } else {
     return unsupported(op, "this reduction");
   }
@@ -224,6 +225,8 @@ bool KernelEmitter::emitBroadcast(const Op &op) {
   std::string index;
   if (from == LayoutKind::AccRow && to == LayoutKind::Acc)
     index = "i * 2 + e / 2";
+  else if (from == LayoutKind::AccCol && to == LayoutKind::Acc)
+    index = "j * 2 + e % 2";
   else if (from == LayoutKind::StripRow && to == LayoutKind::Strip)
     index = "r";
   else if (from == LayoutKind::StripCol && to == LayoutKind::Strip)

@@ -9,6 +9,7 @@
 // further down.
 #include "codegen/KernelEmitter.h"
 
+#include <algorithm>
 #include <set>
 
 namespace tkc::codegen {
@@ -18,6 +19,8 @@ using namespace ir;
 namespace {
 /// Bytes of one 128-byte-swizzled panel row.
 constexpr int kPanelRowBytes = 128;
+/// Rows of a tile that one consumer warpgroup owns.
+constexpr int64_t kWarpgroupRows = 64;
 
 int64_t slotBytes(const Type &t) { return t.numElements() * dtypeBytes(t.dtype); }
 int64_t panelColumns(const Type &t) { return kPanelRowBytes / dtypeBytes(t.dtype); }
@@ -27,6 +30,8 @@ std::vector<TensorMapUse> tensorMapsOf(const Kernel &kernel) {
   std::vector<TensorMapUse> maps;
   std::set<const Value *> seen;
   walk(const_cast<Block &>(kernel.body), [&](Op &op) {
+    if (op.kind == OpKind::TmaStore && seen.insert(op.operands[1]).second)
+      maps.push_back({op.operands[1], kWarpgroupRows, panelColumns(op.operands[0]->type)});
     if (op.kind != OpKind::TmaLoad || !seen.insert(op.operands[3]).second)
       return;
     const Type &tile = op.operands[0]->type;
@@ -48,7 +53,19 @@ void KernelEmitter::addTensorMapParams(std::vector<std::string> &params) {
 
 /// The address of mbarrier `iteration % S` of an #mbarrier buffer.
 std::string KernelEmitter::barrierAddress(const Value *bars, const std::string &iteration) {
+  if (bars->type.shape[0] == 1)
+    return name(bars);
   return fmt::format("{} + ({}) % {} * 8", name(bars), iteration, bars->type.shape[0]);
+}
+
+/// Whether a bulk copy's tile spans the last two dims of its tensor (the
+/// box the tensor map describes), one element along the others.
+static bool tileIsInnermost(const Op &copy) {
+  std::vector<int64_t> sizes = copy.listAttr("sizes");
+  size_t rank = sizes.size();
+  if (rank < 2 || sizes[rank - 1] == 0 || sizes[rank - 2] == 0)
+    return false;
+  return std::all_of(sizes.begin(), sizes.end() - 2, [](int64_t s) { return s == 0; });
 }
 
 bool KernelEmitter::emitHopperOp(const Op &op) {
@@ -94,16 +111,26 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     const Value *buf = op.operands[0];
     const Value *global = op.operands[3];
     const Type &tile = buf->type;
-    if (global->type.dims.size() != 2 || tile.layout.kind != LayoutKind::Swizzle128)
+    size_t rank = global->type.dims.size();
+    if (rank < 2 || rank > 5 || tile.layout.kind != LayoutKind::Swizzle128 || !tileIsInnermost(op))
       return unsupported(op, "a bulk tensor copy of this tile");
     std::string it = scalar(op.operands[1]);
-    std::string dst = fmt::format("{} + ({}) % {} * {}", name(buf), it, tile.stages, slotBytes(tile));
+    std::string dst = tile.stages > 1 ? fmt::format("{} + ({}) % {} * {}", name(buf), it, tile.stages, slotBytes(tile))
+                                      : name(buf);
     std::string bar = barrierAddress(op.operands[2], it);
-    std::string row = scalar(op.operands[4]), col = scalar(op.operands[5]);
+    // Coordinates innermost first: the column (per panel), the row, then
+    // the outer indices.
+    std::vector<std::string> coords;
+    for (size_t d = rank; d-- > 0;)
+      coords.push_back(scalar(op.operands[4 + d]));
     int64_t cols = panelColumns(tile), panelBytes = tile.shape[0] * kPanelRowBytes;
-    for (int64_t p = 0; p < tile.shape[1] / cols; ++p)
-      out_.line("tkc::tma_load_2d({}{}, &{}_tmap, {}{}, {}, {});", dst, p ? fmt::format(" + {}", p * panelBytes) : "",
-                name(global), col, p ? fmt::format(" + {}", p * cols) : "", row, bar);
+    for (int64_t p = 0; p < tile.shape[1] / cols; ++p) {
+      std::string args = coords[0] + (p ? fmt::format(" + {}", p * cols) : "");
+      for (size_t d = 1; d < rank; ++d)
+        args += ", " + coords[d];
+      out_.line("tkc::tma_load_{}d({}{}, &{}_tmap, {}, {});", rank, dst,
+                p ? fmt::format(" + {}", p * panelBytes) : "", name(global), args, bar);
+    }
     return true;
   }
   case OpKind::Wgmma:
@@ -119,6 +146,20 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     for (const Value *acc : op.operands)
       out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) tkc::fence_operand({}[x]);", fragmentOf(acc->type).count(),
                 name(acc));
+    return true;
+  case OpKind::SmemStore:
+    return emitSmemStore(op);
+  case OpKind::FenceProxyAsync:
+    out_.line("tkc::fence_proxy_async_shared();");
+    return true;
+  case OpKind::WarpgroupBarrier:
+    out_.line("tkc::warpgroup_sync(1 + warp / 4);");
+    return true;
+  case OpKind::TmaStore:
+    return emitTmaStore(op);
+  case OpKind::TmaStoreWait:
+    out_.line("if (threadIdx.x % 128 == 0) tkc::bulk_wait_group{}<{}>();", op.intAttr("read") ? "_read" : "",
+              op.intAttr("pending"));
     return true;
   case OpKind::WarpgroupRole: {
     int first = roleWarpgroups_, count = static_cast<int>(op.intAttr("warpgroups", 1));
@@ -170,35 +211,96 @@ void KernelEmitter::closeRoleIssuers() {
   roleIssuerOpen_ = false;
 }
 
-/// One warpgroup multiplies its 64 rows of the tile: BK/16 wgmma
-/// instructions of m64nBNk16, accumulating in place.
+/// Every thread writes its accumulator pairs into the staging panels: a
+/// warp's 32 four-byte writes cover eight rows whose chunks the swizzle
+/// spreads over all 32 banks.
+bool KernelEmitter::emitSmemStore(const Op &op) {
+  const Value *buf = op.operands[0];
+  const Value *value = op.operands[1];
+  if (dtypeBytes(value->type.dtype) != 2)
+    return unsupported(op, "a staged store of 32-bit elements");
+  Fragment f = fragmentOf(value->type);
+  int64_t cols = panelColumns(buf->type), panelBytes = buf->type.shape[0] * kPanelRowBytes;
+  int64_t perChunk = 16 / dtypeBytes(value->type.dtype);
+  // A window of the tile's columns: accumulator coordinate j is the 8-column
+  // chunk, so the window is a range of j, known when the loop is unrolled.
+  int64_t first = op.intAttr("first_col", 0), width = buf->type.shape[1];
+  bool window = width != value->type.shape[1];
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += 2)", f.count()));
+  out_.line("{}", f.decompose("x", f.row + " " + f.col + (window ? " j" : "")));
+  if (window)
+    out_.line("if (j < {} || j >= {}) continue;", first / 8, (first + width) / 8);
+  out_.line("const int row = {}, col = {}{};", f.row, f.col, first ? fmt::format(" - {}", first) : "");
+  out_.line("tkc::st_shared_b32({} + col / {} * {} + row * {} + ((col % {} / {}) ^ (row % 8)) * 16 + col % {} * {}, "
+            "tkc::pack2({}[x], {}[x + 1]));",
+            name(buf), cols, panelBytes, kPanelRowBytes, cols, perChunk, perChunk, dtypeBytes(value->type.dtype),
+            name(value), name(value));
+  out_.close();
+  return true;
+}
+
+/// One thread of each consumer warpgroup copies the warpgroup's rows of the
+/// staging tile out, a box per panel, and closes them as one bulk group.
+bool KernelEmitter::emitTmaStore(const Op &op) {
+  const Value *buf = op.operands[0];
+  const Value *global = op.operands[1];
+  const Type &tile = buf->type;
+  if (global->type.dims.size() != 2)
+    return unsupported(op, "a bulk tensor store of this tile");
+  std::string row = scalar(op.operands[2]), col = scalar(op.operands[3]);
+  int64_t cols = panelColumns(tile), panelBytes = tile.shape[0] * kPanelRowBytes;
+  out_.open("if (threadIdx.x % 128 == 0)");
+  out_.line("const int rows = warp_m / 4 * {};", kWarpgroupRows);
+  for (int64_t p = 0; p < tile.shape[1] / cols; ++p)
+    out_.line("tkc::tma_store_2d(&{}_tmap, {} + {} + rows * {}, {}{}, {} + rows);", name(global), name(buf),
+              p * panelBytes, kPanelRowBytes, col, p ? fmt::format(" + {}", p * cols) : "", row);
+  out_.line("tkc::bulk_commit_group();");
+  out_.close();
+  return true;
+}
+
+/// One warpgroup multiplies its 64 rows of the tile: K/16 wgmma
+/// instructions of m64nNk16, accumulating in place. A comes from shared
+/// memory (K-major panels) or from registers in the A-fragment layout; B
+/// is K-major ([N, K], `trans_b`) or N-major ([K, N]) panels.
 bool KernelEmitter::emitWgmma(const Op &op) {
   const Value *a = op.operands[0];
   const Value *b = op.operands[1];
   const Value *c = op.operands[2];
   const Type &acc = op.result()->type;
   bool transB = op.intAttr("trans_b") != 0;
-  if (a->type.layout.kind != LayoutKind::Swizzle128 || b->type.layout.kind != LayoutKind::Swizzle128 ||
-      acc.layout.kind != LayoutKind::Acc || acc.layout.warpsN != 1)
+  bool aInRegisters = a->type.isRegister() && a->type.layout.kind == LayoutKind::OperandA;
+  if ((!aInRegisters && a->type.layout.kind != LayoutKind::Swizzle128) ||
+      b->type.layout.kind != LayoutKind::Swizzle128 || acc.layout.kind != LayoutKind::Acc || acc.layout.warpsN != 1 ||
+      acc.shape[0] != 16 * acc.layout.warpsM)
     return unsupported(op, "wgmma on these operands");
   int64_t n = acc.shape[1], k = a->type.shape[1];
   const char *type = a->type.dtype == DType::BF16 ? "bf16" : "f16";
   int64_t elem = dtypeBytes(a->type.dtype);
+  int64_t perPanel = kPanelRowBytes / elem / 16; // k16 steps in one panel row
   // The accumulator is updated in place: wgmma runs asynchronously and its
   // registers must stay where they are until the wait.
   names_[op.result()] = name(c);
-  int64_t aRows = 64 * kPanelRowBytes; // one warpgroup's 64 rows of A
-  int64_t kStepA = 16 * elem;           // K-major: 16 elements along a row
-  std::string descA = fmt::format("tkc::wgmma_desc_sw128({} + (warp_m / 4) * {} + kk * {}, 16, 1024)", name(a), aRows,
-                                  kStepA);
-  std::string descB;
-  if (transB) // [N, K], K-major like A
-    descB = fmt::format("tkc::wgmma_desc_sw128({} + kk * {}, 16, 1024)", name(b), kStepA);
-  else // [K, N], N-major: panels of 64 columns, BK rows each
-    descB = fmt::format("tkc::wgmma_desc_sw128({} + kk * {}, {}, 1024)", name(b), 16 * kPanelRowBytes,
-                        k * kPanelRowBytes);
+  // A K-major panel step: which panel (each `rows` rows of 128 bytes), and
+  // 32 bytes along its rows per k16 step.
+  auto kMajor = [&](const std::string &base, int64_t rows, const std::string &rowOffset) {
+    return fmt::format("tkc::wgmma_desc_sw128({} + kk / {} * {}{} + kk % {} * {}, 16, 1024)", base, perPanel,
+                       rows * kPanelRowBytes, rowOffset, perPanel, 16 * elem);
+  };
+  std::string descB = transB ? kMajor(name(b), b->type.shape[0], "")
+                             // [K, N], N-major: panels of 64 columns, K rows each; a k16 step is 16 rows down.
+                             : fmt::format("tkc::wgmma_desc_sw128({} + kk * {}, {}, 1024)", name(b),
+                                           16 * kPanelRowBytes, k * kPanelRowBytes);
   out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", k / 16));
-  out_.line("tkc::wgmma_m64n{}k16_f32_{}<{}>({}, {}, {});", n, type, transB ? 0 : 1, name(c), descA, descB);
+  if (aInRegisters) {
+    // The warp's A fragment of the k16 step, as mma.sync would take it.
+    std::string frag = fmt::format("{}[kk * 4", name(a));
+    out_.line("tkc::wgmma_rs_m64n{}k16_f32_{}<{}>({}, {} + 0], {} + 1], {} + 2], {} + 3], {});", n, type, transB ? 0 : 1,
+              name(c), frag, frag, frag, frag, descB);
+  } else {
+    std::string descA = kMajor(name(a), a->type.shape[0], fmt::format(" + (warp_m / 4) * {}", 64 * kPanelRowBytes));
+    out_.line("tkc::wgmma_m64n{}k16_f32_{}<{}>({}, {}, {});", n, type, transB ? 0 : 1, name(c), descA, descB);
+  }
   out_.close();
   return true;
 }

@@ -77,21 +77,38 @@ Fragment fragmentOf(const Type &type) {
     f.owner = "lane % 4 == 0 && warp_n == 0";
     break;
   }
+  case LayoutKind::AccCol: {
+    int64_t wn = shape[0] / l.warpsN;
+    f.coords = {{"j", int(wn / 8)}, {"e", 2}};
+    f.row = fmt::format("warp_n * {} + j * 8 + lane % 4 * 2 + e", wn);
+    f.owner = "lane < 4 && warp_m == 0";
+    break;
+  }
   case LayoutKind::Strip:
-    f.coords = {{"r", int(shape[0] / l.warpsM)}, {"c", int(shape[1] / 256)}, {"e", 8}};
-    f.row = fmt::format("r * {} + warp", l.warpsM);
-    f.col = "c * 256 + lane * 8 + e";
-    break;
   case LayoutKind::StripRow:
-    f.coords = {{"r", int(shape[0] / l.warpsM)}};
-    f.row = fmt::format("r * {} + warp", l.warpsM);
-    f.owner = "lane == 0";
+  case LayoutKind::StripCol: {
+    // A row takes `lanes` lanes of 8 elements each; a warp takes 32 / lanes
+    // consecutive rows at a time.
+    int lanes = l.lanes, rowsPerWarp = 32 / lanes;
+    std::string row = rowsPerWarp == 1 ? fmt::format("r * {} + warp", l.warpsM)
+                                       : fmt::format("(r * {} + warp) * {} + lane / {}", l.warpsM, rowsPerWarp, lanes);
+    std::string laneInRow = lanes == 32 ? "lane" : fmt::format("lane % {}", lanes);
+    std::string col = fmt::format("c * {} + {} * 8 + e", 8 * lanes, laneInRow);
+    if (l.kind == LayoutKind::Strip) {
+      f.coords = {{"r", int(shape[0] / l.warpsM / rowsPerWarp)}, {"c", int(shape[1] / (8 * lanes))}, {"e", 8}};
+      f.row = row;
+      f.col = col;
+    } else if (l.kind == LayoutKind::StripRow) {
+      f.coords = {{"r", int(shape[0] / l.warpsM / rowsPerWarp)}};
+      f.row = row;
+      f.owner = lanes == 32 ? "lane == 0" : fmt::format("{} == 0", laneInRow);
+    } else {
+      f.coords = {{"c", int(shape[0] / (8 * lanes))}, {"e", 8}};
+      f.row = col;
+      f.owner = lanes == 32 ? "warp == 0" : fmt::format("warp == 0 && lane < {}", lanes);
+    }
     break;
-  case LayoutKind::StripCol:
-    f.coords = {{"c", int(shape[0] / 256)}, {"e", 8}};
-    f.row = "c * 256 + lane * 8 + e";
-    f.owner = "warp == 0";
-    break;
+  }
   default:
     break;
   }

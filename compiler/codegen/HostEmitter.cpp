@@ -190,9 +190,14 @@ void emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const st
                                                              : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
     int bytes = use.global->type.dtype == DType::F32 ? 4 : 2;
     out.line("CUtensorMap {}_tmap;", n);
-    out.line("if (tkc_make_tensor_map_2d(&{0}_tmap, {0}->data, {1}, std::max<int64_t>({0}->sizes[0], 1), "
-             "std::max<int64_t>({0}->sizes[1], 1), std::max<int64_t>({0}->strides[0], 1) * {2}, {3}, {4}) != 0)",
-             n, type, bytes, use.boxRows, use.boxCols);
+    size_t rank = use.global->type.dims.size();
+    if (rank == 2)
+      out.line("if (tkc_make_tensor_map_2d(&{0}_tmap, {0}->data, {1}, std::max<int64_t>({0}->sizes[0], 1), "
+               "std::max<int64_t>({0}->sizes[1], 1), std::max<int64_t>({0}->strides[0], 1) * {2}, {3}, {4}) != 0)",
+               n, type, bytes, use.boxRows, use.boxCols);
+    else
+      out.line("if (tkc_make_tensor_map(&{0}_tmap, {0}->data, {1}, {2}, {0}->sizes, {0}->strides, {3}, {4}, {5}) != 0)",
+               n, type, rank, bytes, use.boxRows, use.boxCols);
     out.line("  return {}_fail(TKC_ERROR_LAUNCH, \"could not encode the tensor map of {}\");", fn, n);
     mapArgs.push_back(n + "_tmap");
   }

@@ -252,7 +252,8 @@ bool KernelEmitter::emitOp(const Op &op) {
   case OpKind::MbarrierInit: case OpKind::MbarrierExpectTx: case OpKind::MbarrierWait:
   case OpKind::MbarrierArrive: case OpKind::TmaLoad: case OpKind::Wgmma: case OpKind::WgmmaFence:
   case OpKind::WgmmaCommit: case OpKind::WgmmaWait: case OpKind::WarpgroupRole:
-  case OpKind::WarpgroupRoleEnd: case OpKind::GridSize: case OpKind::NumSms:
+  case OpKind::WarpgroupRoleEnd: case OpKind::GridSize: case OpKind::NumSms: case OpKind::SmemStore:
+  case OpKind::FenceProxyAsync: case OpKind::WarpgroupBarrier: case OpKind::TmaStore: case OpKind::TmaStoreWait:
     return emitHopperOp(op); // EmitHopper.cpp
   default:
     break;

@@ -91,6 +91,8 @@ private:
   // EmitHopper.cpp (sm_90a)
   bool emitHopperOp(const ir::Op &op);
   bool emitWgmma(const ir::Op &op);
+  bool emitSmemStore(const ir::Op &op);
+  bool emitTmaStore(const ir::Op &op);
   bool usesWarpgroupRoles() const;
   void addTensorMapParams(std::vector<std::string> &params);
   std::string barrierAddress(const ir::Value *bars, const std::string &iteration);

@@ -18,7 +18,8 @@ struct Symbol {
   SourceLocation loc;
   Type type;                          ///< Variable: its current type
   const ast::Param *param = nullptr;  ///< Global
-  std::optional<int64_t> value;       ///< Dim (when specialised) and WhereConst
+  std::optional<int64_t> value;       ///< Dim (when specialised), WhereConst, and a Variable
+                                      ///< assigned once, from a compile-time integer
   bool used = false;
 };
 
@@ -72,8 +73,9 @@ public:
   bool requireNumeric(const Type &type, const std::string &what, SourceLocation loc);
   bool requireTile(const Type &type, const std::string &what, SourceLocation loc);
 
-  /// A compile-time integer: literals, `where` values, specialised dims and
-  /// + - * / % cdiv min max over them. Reports and returns nullopt otherwise.
+  /// A compile-time integer: literals, `where` values, specialised dims,
+  /// variables assigned once from such an integer, and + - * / % cdiv min
+  /// max over them. Reports and returns nullopt otherwise.
   std::optional<int64_t> evalConst(const ast::Expr &expr);
   /// A positive compile-time extent (`what` names it in messages).
   std::optional<int64_t> evalExtent(const ast::Expr &expr, const char *what);
@@ -99,6 +101,8 @@ public:
   bool checkArgCount(const ast::Expr &call, size_t expected);
 
   template <typename... Args> void report(SourceLocation loc, DiagId id, Args &&...args) {
+    if (quiet_)
+      return;
     reporter_.report(loc, id, std::forward<Args>(args)...);
   }
   Type record(const ast::Expr &expr, Type type) {
@@ -116,6 +120,10 @@ public:
   /// Names in definition order per scope, for deterministic warnings.
   std::vector<std::vector<std::string>> scopeOrder_;
   bool inGrid_ = false;
+  /// Assignments per variable name in the whole body.
+  std::unordered_map<std::string, int> assignments_;
+  /// Set while probing whether an expression is constant: no reports.
+  bool quiet_ = false;
 };
 
 } // namespace tkc::sema

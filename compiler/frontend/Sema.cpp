@@ -172,6 +172,16 @@ KernelFacts analyzeKernel(const ast::Kernel &kernel, const Specialization &speci
 
 // --- the kernel checker: kernel, names, statements -----------------------------
 
+/// Counts the assignments to each name in `body` and the loops in it.
+static void countAssignments(const std::vector<ast::StmtPtr> &body, std::unordered_map<std::string, int> &counts) {
+  for (const ast::StmtPtr &stmt : body) {
+    if (stmt->kind == ast::StmtKind::Assign)
+      ++counts[stmt->name];
+    else if (stmt->kind == ast::StmtKind::For)
+      countAssignments(stmt->body, counts);
+  }
+}
+
 KernelChecker::KernelChecker(const ast::Kernel &kernel, const Specialization &specialization,
                              SpecializationReporter &reporter, KernelFacts &facts)
     : kernel_(kernel), specialization_(specialization), reporter_(reporter), facts_(facts) {}
@@ -217,6 +227,7 @@ void KernelChecker::run() {
 
   scopes_.emplace_back();
   scopeOrder_.emplace_back();
+  countAssignments(kernel_.body, assignments_);
   checkStatements(kernel_.body);
   popScope();
 }
@@ -268,6 +279,13 @@ void KernelChecker::checkAssign(const ast::Stmt &stmt) {
     symbol.kind = Symbol::Kind::Variable;
     symbol.loc = stmt.nameLoc;
     symbol.type = value;
+    // A variable assigned once from a compile-time integer is one too (it
+    // may size tiles).
+    if (assignments_[stmt.name] == 1 && value.isScalar() && value.elem == ElemType::I32) {
+      quiet_ = true;
+      symbol.value = evalConst(*stmt.exprs[0]);
+      quiet_ = false;
+    }
     define(stmt.name, symbol);
     return;
   }

@@ -316,7 +316,9 @@ std::optional<int64_t> KernelChecker::evalConst(const Expr &expr) {
       return std::nullopt;
     }
     symbol->used = true;
-    if ((symbol->kind == Symbol::Kind::Dim || symbol->kind == Symbol::Kind::WhereConst) && symbol->value)
+    if ((symbol->kind == Symbol::Kind::Dim || symbol->kind == Symbol::Kind::WhereConst ||
+         symbol->kind == Symbol::Kind::Variable) &&
+        symbol->value)
       return symbol->value;
     return notConstant(expr);
   }

@@ -51,16 +51,6 @@ double apply(OpKind kind, double a, double b, bool isFloat) {
   }
 }
 
-/// The flat offset of a global element, or -1 past the end.
-int64_t globalOffset(const Tensor &t, const std::vector<int64_t> &index) {
-  int64_t offset = 0;
-  for (size_t d = 0; d < t.dims.size(); ++d) {
-    if (index[d] < 0 || index[d] >= t.dims[d])
-      return -1;
-    offset = offset * t.dims[d] + index[d];
-  }
-  return offset;
-}
 } // namespace
 
 // --- helpers -----------------------------------------------------------------
@@ -112,32 +102,6 @@ std::vector<int64_t> Machine::sliceBase(Context &ctx, const Op &op, size_t first
   return base;
 }
 
-namespace {
-/// Visits every element of the slice of `t` at `base` with the op's `sizes`
-/// (0: a dim indexed by a single offset): `fn(tile index, global offset or -1)`.
-template <typename Fn>
-void forSlice(const Op &op, const Tensor &t, const std::vector<int64_t> &base, int64_t tileCount, Fn &&fn) {
-  std::vector<int64_t> sizes = op.listAttr("sizes");
-  std::vector<int64_t> extents;
-  for (size_t d = 0; d < t.dims.size(); ++d)
-    if (sizes[d] > 0)
-      extents.push_back(sizes[d]);
-  std::vector<int64_t> index(t.dims.size());
-  for (int64_t i = 0; i < tileCount; ++i) {
-    index = base;
-    int64_t rest = i;
-    size_t tileDim = extents.size();
-    for (size_t d = t.dims.size(); d-- > 0;) {
-      if (sizes[d] == 0)
-        continue;
-      --tileDim;
-      index[d] += rest % extents[tileDim];
-      rest /= extents[tileDim];
-    }
-    fn(i, globalOffset(t, index));
-  }
-}
-} // namespace
 
 void Machine::multiply(RValue &a, RValue &b, RValue &c, bool transB, int64_t m, int64_t n, int64_t k, RValue &out) {
   const std::vector<double> &av = data(a), &bv = data(b), &cv = data(c);
@@ -393,6 +357,7 @@ Machine::Status Machine::execSmemAlloc(Context &ctx, const Op &op) {
     buffer->copiesInFlight.assign(slots, 0);
     buffer->readers.assign(slots, 0);
     buffer->slotWrite.assign(slots, 0);
+    buffer->staging.assign(slots, {});
   }
   buffer->offset = op.intAttr("offset", -1);
   buffer->slotBytes = count(type.shape) * dtypeBytes(type.dtype);
@@ -425,7 +390,7 @@ Machine::Status Machine::execAsyncLoad(Context &ctx, const Op &op) {
                 "`async_load` starts a copy into it while an earlier copy is in flight");
   // The copy may write from now on.
   if (b.offset >= 0 &&
-      genericWrite(op, op.operands[0], b.offset + stage * b.slotBytes, b.slotBytes, false) == Status::Failed)
+      genericWrite(ctx, op, op.operands[0], b.offset + stage * b.slotBytes, b.slotBytes, false) == Status::Failed)
     return Status::Failed;
   BulkCopy copy;
   copy.op = &op;
@@ -462,7 +427,7 @@ Machine::Status Machine::landAsyncGroup(Context &ctx, std::vector<BulkCopy> &gro
       return Status::Failed;
     SharedBuffer &b = *copy.buffer;
     // Landed data is the issuing threads' write: others see it after a barrier.
-    if (b.offset >= 0 && genericWrite(*copy.op, copy.op->operands[0], b.offset + copy.slot * b.slotBytes,
+    if (b.offset >= 0 && genericWrite(ctx, *copy.op, copy.op->operands[0], b.offset + copy.slot * b.slotBytes,
                                       b.slotBytes, true) == Status::Failed)
       return Status::Failed;
   }

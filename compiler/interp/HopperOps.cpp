@@ -95,7 +95,7 @@ Machine::Status Machine::execMbarrierInit(Context &ctx, const Op &op) {
   if (b.offset >= 0) {
     // One thread sets them up; the others may use them after a barrier.
     int64_t bytes = static_cast<int64_t>(b.bars.size()) * 8;
-    if (genericWrite(op, op.operands[0], b.offset, bytes, true) == Status::Failed)
+    if (genericWrite(ctx, op, op.operands[0], b.offset, bytes, true) == Status::Failed)
       return Status::Failed;
     b.barsWrite = writeShared(op, b.offset, bytes);
   }
@@ -171,19 +171,18 @@ Machine::Status Machine::execTmaLoad(Context &ctx, const Op &op) {
   if (!buffer.buffer || buffer.buffer->slots.empty() || global.global < 0)
     return fail(op, DiagId::InterpMalformedOp, "tma_load", "operand #0 must be a shared buffer and #3 a global tensor");
   const Tensor &t = tensors_[global.global];
-  std::vector<int64_t> sizes = op.listAttr("sizes");
-  if (op.operands.size() != 4 + t.dims.size() || sizes != tile.shape || tile.shape.size() != t.dims.size())
+  // Dims of size 0 are indexed by their offset alone (a 2-d box of a 4-d tensor).
+  std::vector<int64_t> sizes = op.listAttr("sizes"), box;
+  for (int64_t size : sizes)
+    if (size > 0)
+      box.push_back(size);
+  if (op.operands.size() != 4 + t.dims.size() || sizes.size() != t.dims.size() || box != tile.shape)
     return fail(op, DiagId::InterpMalformedOp, "tma_load",
-                "it needs one offset per tensor dim and `sizes` equal to the slot's shape, of the tensor's rank");
+                "it needs one offset and one size per tensor dim, the sizes giving the slot's shape");
   if (!ctx.oneThread)
     return fail(op, DiagId::InterpNeedsOneThread, "tma_load", ctx.what());
-  // cuTensorMapEncodeTiled takes only 16-byte multiples as strides.
-  int64_t pitch = dtypeBytes(t.dtype);
-  for (size_t d = t.dims.size(); d-- > 1;) {
-    pitch *= t.dims[d];
-    if (pitch % 16)
-      return fail(op, DiagId::InterpTmaStride, nameOf(op.operands[3]), pitch);
-  }
+  if (checkTmaStrides(op, t, op.operands[3]) == Status::Failed)
+    return Status::Failed;
   int64_t it = static_cast<int64_t>(get(ctx, op.operands[1]).scalar);
   std::string barName;
   if (!barrierOf(ctx, op, 2, it, barName))
@@ -210,6 +209,140 @@ Machine::Status Machine::execTmaLoad(Context &ctx, const Op &op) {
   ++slots.copiesInFlight[slot];
   copies_.push_back(std::move(copy));
   return Status::Next;
+}
+
+Machine::Status Machine::checkTmaStrides(const Op &op, const Tensor &t, const Value *global) {
+  int64_t pitch = dtypeBytes(t.dtype);
+  for (size_t d = t.dims.size(); d-- > 1;) {
+    pitch *= t.dims[d];
+    if (pitch % 16)
+      return fail(op, DiagId::InterpTmaStride, nameOf(global), pitch);
+  }
+  return Status::Next;
+}
+
+// --- the epilogue: staging tiles stored with bulk copies -------------------------
+
+Machine::Status Machine::execSmemStore(Context &ctx, const Op &op) {
+  RValue &buffer = get(ctx, op.operands[0]);
+  RValue &x = get(ctx, op.operands[1]);
+  if (!buffer.buffer || buffer.buffer->slots.empty() || !x.tile)
+    return fail(op, DiagId::InterpMalformedOp, "smem_store", "it stores a register tile into a shared buffer");
+  SharedBuffer &b = *buffer.buffer;
+  int64_t slot = slotOf(buffer);
+  SharedBuffer::Staging &staging = b.staging[slot];
+  std::string name = nameOf(op.operands[0]);
+  if (staging.storeReaders > 0)
+    return fail(op, DiagId::InterpDataRace, slot, name, "`smem_store` writes it while a bulk store still reads it");
+  if (b.copiesInFlight[slot] > 0)
+    return fail(op, DiagId::InterpDataRace, slot, name, "`smem_store` writes it while a copy into it is in flight");
+  // The issuing thread saw the store's read end; the others learn it at the
+  // next warpgroup_barrier.
+  if (staging.readEndCtx == &ctx && staging.readEndEpoch == ctx.warpgroupEpoch)
+    return fail(op, DiagId::InterpMissingWarpgroupBarrier, "smem_store", "writes", name, "tma_store", "read");
+  const Type &bufferType = op.operands[0]->type, &xType = op.operands[1]->type;
+  int64_t rows = bufferType.shape[0], cols = bufferType.shape[1], xCols = xType.shape[1];
+  int64_t first = op.intAttr("first_col", 0);
+  const char *xPad = padOf(x);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      b.slots[slot][r * cols + c] = roundTo(bufferType.dtype, (*x.tile)[r * xCols + first + c]);
+      b.pads[slot][r * cols + c] = xPad ? xPad[r * xCols + first + c] : 0;
+    }
+  staging.writer = &op;
+  staging.writerCtx = &ctx;
+  staging.writtenAt = clock_;
+  staging.writtenEpoch = ctx.warpgroupEpoch;
+  if (b.offset >= 0) {
+    if (genericWrite(ctx, op, op.operands[0], b.offset + slot * b.slotBytes, b.slotBytes, true) == Status::Failed)
+      return Status::Failed;
+    b.slotWrite[slot] = writeShared(op, b.offset + slot * b.slotBytes, b.slotBytes);
+  }
+  return Status::Next;
+}
+
+Machine::Status Machine::execFenceProxyAsync(Context &ctx, const Op &op) {
+  ctx.lastProxyFence = clock_ + 1;
+  return Status::Next;
+}
+
+Machine::Status Machine::execWarpgroupBarrier(Context &ctx, const Op &op) {
+  // The role's warps run together here: the barrier orders their accesses.
+  ++ctx.warpgroupEpoch;
+  return Status::Next;
+}
+
+Machine::Status Machine::execTmaStore(Context &ctx, const Op &op) {
+  RValue &buffer = get(ctx, op.operands[0]);
+  RValue &global = get(ctx, op.operands[1]);
+  if (!buffer.buffer || buffer.buffer->slots.empty() || global.global < 0)
+    return fail(op, DiagId::InterpMalformedOp, "tma_store", "operand #0 must be a shared buffer and #1 a global tensor");
+  if (checkTmaStrides(op, tensors_[global.global], op.operands[1]) == Status::Failed)
+    return Status::Failed;
+  SharedBuffer &b = *buffer.buffer;
+  int64_t slot = slotOf(buffer);
+  SharedBuffer::Staging &staging = b.staging[slot];
+  std::string name = nameOf(op.operands[0]);
+  if (b.copiesInFlight[slot] > 0)
+    return fail(op, DiagId::InterpDataRace, slot, name, "`tma_store` reads it while a copy into it is in flight");
+  if (staging.writer && staging.writerCtx == &ctx) {
+    // Every thread wrote its part; one thread issues the copy.
+    if (staging.writtenEpoch == ctx.warpgroupEpoch)
+      return fail(op, DiagId::InterpMissingWarpgroupBarrier, "tma_store", "reads", name,
+                  mnemonicOf(staging.writer->kind), "wrote");
+    // The async proxy sees ordinary writes only after fence.proxy.async.
+    if (staging.writtenAt >= ctx.lastProxyFence)
+      return fail(op, DiagId::InterpMissingProxyFence, name, mnemonicOf(staging.writer->kind));
+  }
+  PendingStore store;
+  store.op = &op;
+  store.buffer = buffer.buffer;
+  store.slot = slot;
+  store.global = global.global;
+  store.base = sliceBase(ctx, op, 2, tensors_[global.global]);
+  ++staging.storeReaders;
+  ctx.stores.push_back(std::move(store));
+  return Status::Next;
+}
+
+Machine::Status Machine::execTmaStoreWait(Context &ctx, const Op &op) {
+  size_t pending = static_cast<size_t>(std::max<int64_t>(op.intAttr("pending"), 0));
+  for (size_t i = 0; i + pending < ctx.stores.size(); ++i)
+    if (!ctx.stores[i].readDone && finishStoreRead(ctx, op, ctx.stores[i]) == Status::Failed)
+      return Status::Failed;
+  if (op.intAttr("read") == 0)
+    while (ctx.stores.size() > pending) {
+      writeStore(ctx.stores.front());
+      ctx.stores.pop_front();
+    }
+  return Status::Next;
+}
+
+/// The store reads its slot as late as it may: when a wait needs it done.
+Machine::Status Machine::finishStoreRead(Context &ctx, const Op &at, PendingStore &store) {
+  SharedBuffer &b = *store.buffer;
+  RValue view;
+  view.buffer = store.buffer;
+  view.stage = store.slot;
+  if (checkSharedRead(*store.op, store.op->operands[0], view) == Status::Failed)
+    return Status::Failed;
+  store.data = b.slots[store.slot];
+  store.readDone = true;
+  SharedBuffer::Staging &staging = b.staging[store.slot];
+  --staging.storeReaders;
+  staging.readEndCtx = &ctx;
+  staging.readEndEpoch = ctx.warpgroupEpoch;
+  (void)at;
+  return Status::Next;
+}
+
+void Machine::writeStore(PendingStore &store) {
+  Tensor &t = tensors_[store.global];
+  // Nothing is written past the tensor's end.
+  forSlice(*store.op, t, store.base, static_cast<int64_t>(store.data.size()), [&](int64_t i, int64_t at) {
+    if (at >= 0)
+      t.data[at] = roundTo(t.dtype, store.data[i]);
+  });
 }
 
 // --- wgmma -------------------------------------------------------------------

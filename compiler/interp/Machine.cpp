@@ -30,7 +30,7 @@ bool synchronises(OpKind kind) {
   switch (kind) {
   case OpKind::MbarrierInit: case OpKind::MbarrierExpectTx: case OpKind::MbarrierWait:
   case OpKind::MbarrierArrive: case OpKind::TmaLoad: case OpKind::Wgmma: case OpKind::WgmmaWait:
-  case OpKind::Barrier:
+  case OpKind::Barrier: case OpKind::TmaStore: case OpKind::TmaStoreWait: case OpKind::SmemStore:
     return true;
   default:
     return false;
@@ -118,10 +118,8 @@ bool Machine::runBlock(int64_t bx, int64_t by, int64_t bz) {
   barrierArrived_ = 0;
   smemTags_.clear();
   smemWriters_.clear();
-  writeEpoch_.clear();
-  readEpoch_.clear();
-  lastWriter_.clear();
-  lastReader_.clear();
+  lastWrite_.clear();
+  lastRead_.clear();
   auto root = std::make_unique<Context>();
   root->warps = kernel_.warps;
   bindParams(*root, kernel_.body);
@@ -199,6 +197,10 @@ Machine::Status Machine::runContext(Context &ctx) {
     return fail(*op, DiagId::InterpLeftInFlight, who,
                 fmt::format("{} wgmma group(s) in flight (no `wgmma_wait` retired them)",
                             ctx.groups.size() + !ctx.open.empty()));
+  if (!ctx.stores.empty())
+    return fail(*ctx.stores.front().op, DiagId::InterpLeftInFlight, who,
+                fmt::format("{} bulk store group(s) in flight (no `tma_store_wait {{read = 0}}` retired them)",
+                            ctx.stores.size()));
   if (const Op *op = firstOpOf(ctx.asyncOpen, ctx.asyncGroups))
     return fail(*op, DiagId::InterpLeftInFlight, who,
                 fmt::format("{} cp.async group(s) in flight (no `async_wait` retired them)",
@@ -207,6 +209,10 @@ Machine::Status Machine::runContext(Context &ctx) {
 }
 
 Machine::Status Machine::exec(Context &ctx, const Op &op) {
+  // Before warp-specialize gives the roles their warpgroups, the producer's
+  // ops already run beside the code after them (hopper-pipeline's contract).
+  if (ctx.role.empty() && op.kind != OpKind::WarpgroupRole && op.strAttr("role") == "producer")
+    return startProducer(ctx, op);
   if (Status status = checkOperands(ctx, op); status != Status::Next)
     return status;
   switch (op.kind) {
@@ -248,6 +254,11 @@ Machine::Status Machine::exec(Context &ctx, const Op &op) {
   case OpKind::WgmmaWait: return finish(ctx, op, execWgmmaWait(ctx, op));
   case OpKind::WarpgroupRole: return finish(ctx, op, execWarpgroupRole(ctx, op));
   case OpKind::WarpgroupRoleEnd: return finish(ctx, op, Status::Next); // every role goes on past it
+  case OpKind::SmemStore: return finish(ctx, op, execSmemStore(ctx, op));
+  case OpKind::FenceProxyAsync: return finish(ctx, op, execFenceProxyAsync(ctx, op));
+  case OpKind::WarpgroupBarrier: return finish(ctx, op, execWarpgroupBarrier(ctx, op));
+  case OpKind::TmaStore: return finish(ctx, op, execTmaStore(ctx, op));
+  case OpKind::TmaStoreWait: return finish(ctx, op, execTmaStoreWait(ctx, op));
   case OpKind::GridSize: return finish(ctx, op, execGridSize(ctx, op));
   case OpKind::NumSms: return finish(ctx, op, execNumSms(ctx, op));
   }
@@ -262,7 +273,7 @@ Machine::Status Machine::finish(Context &ctx, const Op &op, Status status) {
     RValue &r = ctx.values[op.result()];
     r.smemOffset = op.intAttr("offset");
     r.smemBytes = op.result()->type.numElements() * dtypeBytes(op.result()->type.dtype);
-    if (genericWrite(op, op.result(), r.smemOffset, r.smemBytes, true) == Status::Failed)
+    if (genericWrite(ctx, op, op.result(), r.smemOffset, r.smemBytes, true) == Status::Failed)
       return Status::Failed;
     r.smemWrite = writeShared(op, r.smemOffset, r.smemBytes);
   }
@@ -289,13 +300,14 @@ Machine::Status Machine::checkOperands(Context &ctx, const Op &op) {
     // slot; copies write the buffer they are given; loops pass values on.
     bool reads = op.kind != OpKind::StageView && op.kind != OpKind::Wgmma && op.kind != OpKind::Yield &&
                  op.kind != OpKind::For &&
-                 !(i == 0 && (op.kind == OpKind::TmaLoad || op.kind == OpKind::AsyncLoad));
+                 !(i == 0 && (op.kind == OpKind::TmaLoad || op.kind == OpKind::AsyncLoad ||
+                              op.kind == OpKind::SmemStore || op.kind == OpKind::TmaStore));
     if (!reads)
       continue;
     if (r.buffer && r.stage >= 0 && r.buffer->copiesInFlight[r.stage] > 0)
       return fail(op, DiagId::InterpDataRace, r.stage, nameOf(r.buffer->value),
                   fmt::format("`{}` reads it while a copy into it is in flight", mnemonicOf(op.kind)));
-    if (checkSharedRead(op, v, r) == Status::Failed || genericRead(op, v, r) == Status::Failed)
+    if (checkSharedRead(op, v, r) == Status::Failed || genericRead(ctx, op, v, r) == Status::Failed)
       return Status::Failed;
   }
   return Status::Next;
@@ -305,15 +317,6 @@ Machine::Status Machine::execFor(Context &ctx, const Op &op) {
   if (!op.body || op.operands.size() < 3 || op.body->args.size() != op.operands.size() - 2 ||
       op.results.size() != op.operands.size() - 3)
     return fail(op, DiagId::InterpMalformedOp, "for", "its operands, block arguments and results do not match");
-  // Before warp-specialize gives the roles their warpgroups, a producer loop
-  // already runs beside the code after it (hopper-pipeline's contract).
-  if (ctx.role.empty() && op.strAttr("role") == "producer") {
-    if (kernel_.warps <= 4)
-      return fail(op, DiagId::InterpRoleWarpgroups, 1, kernel_.warps / 4, kernel_.warps);
-    startProducer(ctx);
-    advance(ctx);
-    return Status::Next;
-  }
   int64_t lo = static_cast<int64_t>(get(ctx, op.operands[0]).scalar);
   int64_t hi = static_cast<int64_t>(get(ctx, op.operands[1]).scalar);
   int64_t step = static_cast<int64_t>(get(ctx, op.operands[2]).scalar);
@@ -364,18 +367,29 @@ Machine::Status Machine::execYield(Context &ctx, const Op &op) {
   return Status::Next;
 }
 
-void Machine::startProducer(Context &ctx) {
+/// The ops marked `role = "producer"` from `first` on go to a producer
+/// context (one thread of warpgroup 0); the rest of the block, which goes
+/// on after them, becomes the consumer.
+Machine::Status Machine::startProducer(Context &ctx, const Op &first) {
+  if (kernel_.warps <= 4)
+    return fail(first, DiagId::InterpRoleWarpgroups, 1, kernel_.warps / 4, kernel_.warps);
   auto producer = std::make_unique<Context>();
   producer->role = "producer";
   producer->warps = 4;
   producer->oneThread = true;
   producer->values = ctx.values;
-  Cursor cursor = ctx.stack.back();
-  cursor.end = std::next(cursor.pc);
-  producer->stack.push_back(cursor);
+  Cursor &cursor = ctx.stack.back();
+  Cursor run = cursor;
+  while (cursor.pc != cursor.end && (*cursor.pc)->kind != OpKind::WarpgroupRole &&
+         (*cursor.pc)->strAttr("role") == "producer")
+    ++cursor.pc;
+  run.end = cursor.pc;
+  producer->stack.push_back(run);
   ctx.role = "consumer";
   ctx.warps = kernel_.warps - 4;
   contexts_.push_back(std::move(producer));
+  ++clock_;
+  return Status::Next;
 }
 
 Machine::Status Machine::execWarpgroupRole(Context &ctx, const Op &op) {

@@ -53,6 +53,20 @@ struct SharedBuffer {
   int64_t slotBytes = 0;
   std::vector<uint64_t> slotWrite;
   uint64_t barsWrite = 0;
+  /// Per slot, for a staging tile that smem_store writes and tma_store
+  /// reads: the bulk stores reading it, the last smem_store (when, by which
+  /// role, in which of its warpgroup_barrier epochs), and where the last
+  /// store's read was seen to end (tma_store_wait {read}).
+  struct Staging {
+    int storeReaders = 0;
+    const ir::Op *writer = nullptr;
+    const void *writerCtx = nullptr;
+    uint64_t writtenAt = 0;
+    int64_t writtenEpoch = 0;
+    const void *readEndCtx = nullptr;
+    int64_t readEndEpoch = -1;
+  };
+  std::vector<Staging> staging;
 };
 
 /// A runtime value: a scalar, a dense tile, a shared buffer or one slot of
@@ -99,6 +113,19 @@ struct BulkCopy {
   bool zeroFill = false;     ///< cp.async whose predicate was false
 };
 
+/// A bulk store (tma_store) of a staging slot to a global tile: it reads
+/// the slot until a tma_store_wait {read = 1} (or {read = 0}) retires it
+/// and writes the global tile at tma_store_wait {read = 0}.
+struct PendingStore {
+  const ir::Op *op = nullptr;
+  std::shared_ptr<SharedBuffer> buffer;
+  int64_t slot = 0;
+  int global = -1;
+  std::vector<int64_t> base;
+  bool readDone = false;
+  std::vector<double> data;
+};
+
 /// Where a context is in a block: the next op, where to stop, and for a
 /// `for` body the loop's state.
 struct Cursor {
@@ -122,8 +149,11 @@ struct Context {
   bool atBarrier = false;
   uint64_t barrierGeneration = 0; ///< the `barrier` generation it waits to pass
   uint64_t lastFence = 0;
+  uint64_t lastProxyFence = 0;  ///< fence_proxy_async
+  int64_t warpgroupEpoch = 0;   ///< warpgroup_barriers passed
   std::vector<PendingWgmma> open;
   std::deque<std::vector<PendingWgmma>> groups;
+  std::deque<PendingStore> stores; ///< bulk store groups, oldest first
   std::vector<BulkCopy> asyncOpen; ///< cp.async not committed yet
   std::deque<std::vector<BulkCopy>> asyncGroups;
 
@@ -133,6 +163,42 @@ struct Context {
   int arrivingWarps() const { return oneThread ? 1 : warps; }
   int warpgroups() const { return warps / 4; }
 };
+
+/// The flat offset of a global element, or -1 past the end.
+inline int64_t globalOffset(const Tensor &t, const std::vector<int64_t> &index) {
+  int64_t offset = 0;
+  for (size_t d = 0; d < t.dims.size(); ++d) {
+    if (index[d] < 0 || index[d] >= t.dims[d])
+      return -1;
+    offset = offset * t.dims[d] + index[d];
+  }
+  return offset;
+}
+
+/// Visits every element of the slice of `t` at `base` with the op's `sizes`
+/// (0: a dim indexed by a single offset): `fn(tile index, global offset or -1)`.
+template <typename Fn>
+void forSlice(const ir::Op &op, const Tensor &t, const std::vector<int64_t> &base, int64_t tileCount, Fn &&fn) {
+  std::vector<int64_t> sizes = op.listAttr("sizes");
+  std::vector<int64_t> extents;
+  for (size_t d = 0; d < t.dims.size(); ++d)
+    if (sizes[d] > 0)
+      extents.push_back(sizes[d]);
+  std::vector<int64_t> index(t.dims.size());
+  for (int64_t i = 0; i < tileCount; ++i) {
+    index = base;
+    int64_t rest = i;
+    size_t tileDim = extents.size();
+    for (size_t d = t.dims.size(); d-- > 0;) {
+      if (sizes[d] == 0)
+        continue;
+      --tileDim;
+      index[d] += rest % extents[tileDim];
+      rest /= extents[tileDim];
+    }
+    fn(i, globalOffset(t, index));
+  }
+}
 
 class Machine {
 public:
@@ -158,7 +224,7 @@ private:
   Status execYield(Context &ctx, const ir::Op &op);
   Status execBarrier(Context &ctx, const ir::Op &op);
   Status execWarpgroupRole(Context &ctx, const ir::Op &op);
-  void startProducer(Context &ctx);
+  Status startProducer(Context &ctx, const ir::Op &first);
   void bindParams(Context &ctx, const ir::Block &block);
   bool landOldestCopy();
   bool reportDeadlock();
@@ -197,6 +263,15 @@ private:
   Status execWgmmaFence(Context &ctx, const ir::Op &op);
   Status execWgmmaCommit(Context &ctx, const ir::Op &op);
   Status execWgmmaWait(Context &ctx, const ir::Op &op);
+  Status execSmemStore(Context &ctx, const ir::Op &op);
+  Status execFenceProxyAsync(Context &ctx, const ir::Op &op);
+  Status execWarpgroupBarrier(Context &ctx, const ir::Op &op);
+  Status execTmaStore(Context &ctx, const ir::Op &op);
+  Status execTmaStoreWait(Context &ctx, const ir::Op &op);
+  Status finishStoreRead(Context &ctx, const ir::Op &at, PendingStore &store);
+  void writeStore(PendingStore &store);
+  /// cuTensorMapEncodeTiled takes only strides that are multiples of 16 bytes.
+  Status checkTmaStrides(const ir::Op &op, const Tensor &t, const ir::Value *global);
   Status execGridSize(Context &ctx, const ir::Op &op);
   Status execNumSms(Context &ctx, const ir::Op &op);
   /// Picks the mbarrier `it % S` of a #mbarrier operand, checking that it
@@ -220,8 +295,19 @@ private:
   // bytes by the threads of a block must be ordered by a `barrier` when one
   // of them writes (what the barriers pass guarantees). Bulk copies and
   // wgmma are ordered by mbarriers and wgmma_wait instead.
-  Status genericRead(const ir::Op &op, const ir::Value *v, RValue &r);
-  Status genericWrite(const ir::Op &op, const ir::Value *v, int64_t offset, int64_t bytes, bool landed);
+  /// An ordinary access of a shared byte: by which op and role, and when
+  /// (the block's barrier generation, the role's warpgroup_barrier count).
+  struct Stamp {
+    const ir::Op *op = nullptr;
+    const Context *ctx = nullptr;
+    int64_t generation = -1;
+    int64_t warpgroupEpoch = 0;
+  };
+  bool ordered(const Context &ctx, const Stamp &stamp) const;
+  Stamp stampOf(const Context &ctx, const ir::Op &op) const;
+  Status genericRead(Context &ctx, const ir::Op &op, const ir::Value *v, RValue &r);
+  Status genericWrite(Context &ctx, const ir::Op &op, const ir::Value *v, int64_t offset, int64_t bytes,
+                      bool landed);
   /// The shared bytes of a value (a placed tile, a slot, an mbarrier array),
   /// or false when smem-plan has not placed it.
   bool bytesOf(RValue &r, int64_t &offset, int64_t &bytes);
@@ -260,10 +346,7 @@ private:
   int barrierArrived_ = 0;
   std::vector<uint64_t> smemTags_;          ///< per byte: the write id that put it there (0: none)
   std::vector<const ir::Op *> smemWriters_; ///< write id - 1 -> the op
-  /// Per byte: the barrier generation of the last ordinary write and read
-  /// (-1: none), and the op that did it.
-  std::vector<int64_t> writeEpoch_, readEpoch_;
-  std::vector<const ir::Op *> lastWriter_, lastReader_;
+  std::vector<Stamp> lastWrite_, lastRead_; ///< per byte: the last ordinary write and read
 };
 
 } // namespace tkc::interp::detail

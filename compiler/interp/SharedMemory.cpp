@@ -38,50 +38,56 @@ bool isMbarrierOp(OpKind kind) {
 }
 } // namespace
 
-Machine::Status Machine::genericRead(const Op &op, const Value *v, RValue &r) {
+/// Whether an access now by `ctx` is ordered after the access `stamp`
+/// records: a `barrier` since, or a `warpgroup_barrier` of the same role.
+bool Machine::ordered(const Context &ctx, const Stamp &stamp) const {
+  return !stamp.op || stamp.generation != static_cast<int64_t>(barrierGeneration_) ||
+         (stamp.ctx == &ctx && stamp.warpgroupEpoch != ctx.warpgroupEpoch);
+}
+
+Machine::Stamp Machine::stampOf(const Context &ctx, const Op &op) const {
+  return Stamp{&op, &ctx, static_cast<int64_t>(barrierGeneration_), ctx.warpgroupEpoch};
+}
+
+Machine::Status Machine::genericRead(Context &ctx, const Op &op, const Value *v, RValue &r) {
   int64_t offset, bytes;
   if (!options_.checkBarriers || !bytesOf(r, offset, bytes))
     return Status::Next;
-  int64_t epoch = static_cast<int64_t>(barrierGeneration_);
-  for (int64_t at = offset; at < offset + bytes && static_cast<size_t>(at) < writeEpoch_.size(); ++at)
-    if (writeEpoch_[at] == epoch)
+  for (int64_t at = offset; at < offset + bytes && static_cast<size_t>(at) < lastWrite_.size(); ++at)
+    if (!ordered(ctx, lastWrite_[at]))
       return fail(op, DiagId::InterpMissingBarrier, mnemonicOf(op.kind), "reads", nameOf(v), at,
-                  mnemonicOf(lastWriter_[at]->kind), "wrote");
+                  mnemonicOf(lastWrite_[at].op->kind), "wrote");
   // An mbarrier is updated atomically: using one is no read to order.
   if (isMbarrierOp(op.kind))
     return Status::Next;
-  if (readEpoch_.size() < static_cast<size_t>(offset + bytes)) {
-    readEpoch_.resize(offset + bytes, -1);
-    lastReader_.resize(offset + bytes, nullptr);
-  }
-  std::fill(readEpoch_.begin() + offset, readEpoch_.begin() + offset + bytes, epoch);
-  std::fill(lastReader_.begin() + offset, lastReader_.begin() + offset + bytes, &op);
+  if (lastRead_.size() < static_cast<size_t>(offset + bytes))
+    lastRead_.resize(offset + bytes);
+  std::fill(lastRead_.begin() + offset, lastRead_.begin() + offset + bytes, stampOf(ctx, op));
   return Status::Next;
 }
 
 /// `landed`: the bytes hold the new data now (not only may change from now
 /// on, as with a cp.async just issued).
-Machine::Status Machine::genericWrite(const Op &op, const Value *v, int64_t offset, int64_t bytes, bool landed) {
+Machine::Status Machine::genericWrite(Context &ctx, const Op &op, const Value *v, int64_t offset, int64_t bytes,
+                                      bool landed) {
   if (!options_.checkBarriers || offset < 0 || bytes <= 0)
     return Status::Next;
-  int64_t epoch = static_cast<int64_t>(barrierGeneration_);
   for (int64_t at = offset; at < offset + bytes; ++at) {
-    if (static_cast<size_t>(at) < readEpoch_.size() && readEpoch_[at] == epoch)
+    if (static_cast<size_t>(at) < lastRead_.size() && !ordered(ctx, lastRead_[at]))
       return fail(op, DiagId::InterpMissingBarrier, mnemonicOf(op.kind), "writes", nameOf(v), at,
-                  mnemonicOf(lastReader_[at]->kind), "read");
+                  mnemonicOf(lastRead_[at].op->kind), "read");
+    if (static_cast<size_t>(at) >= lastWrite_.size())
+      continue;
     // A cp.async retired by its async_wait lands on bytes it owns already.
-    bool sameCopy = landed && static_cast<size_t>(at) < lastWriter_.size() && lastWriter_[at] == &op &&
-                    op.kind == OpKind::AsyncLoad;
-    if (static_cast<size_t>(at) < writeEpoch_.size() && writeEpoch_[at] == epoch && !sameCopy)
+    const Stamp &write = lastWrite_[at];
+    bool sameCopy = landed && write.op == &op && op.kind == OpKind::AsyncLoad;
+    if (!sameCopy && !ordered(ctx, write))
       return fail(op, DiagId::InterpMissingBarrier, mnemonicOf(op.kind), "writes", nameOf(v), at,
-                  mnemonicOf(lastWriter_[at]->kind), "wrote");
+                  mnemonicOf(write.op->kind), "wrote");
   }
-  if (writeEpoch_.size() < static_cast<size_t>(offset + bytes)) {
-    writeEpoch_.resize(offset + bytes, -1);
-    lastWriter_.resize(offset + bytes, nullptr);
-  }
-  std::fill(writeEpoch_.begin() + offset, writeEpoch_.begin() + offset + bytes, epoch);
-  std::fill(lastWriter_.begin() + offset, lastWriter_.begin() + offset + bytes, &op);
+  if (lastWrite_.size() < static_cast<size_t>(offset + bytes))
+    lastWrite_.resize(offset + bytes);
+  std::fill(lastWrite_.begin() + offset, lastWrite_.begin() + offset + bytes, stampOf(ctx, op));
   return Status::Next;
 }
 

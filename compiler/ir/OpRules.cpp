@@ -263,6 +263,49 @@ std::string checkAsyncLoad(const Op &op) {
   return checkAccessSizes(op, operandType(op, 3), buffer);
 }
 
+/// A shared tile in the 128-byte-swizzled panels that bulk tensor copies use.
+std::string checkSwizzledPanel(const Op &op, size_t index) {
+  const Type &tile = operandType(op, index);
+  if (!tile.isShared() || tile.layout.kind != LayoutKind::Swizzle128 || tile.stages != 0)
+    return fmt::format("operand #{} must be an unstaged #swizzle128 shared tile, but is {}", index, tile.str());
+  return "";
+}
+
+std::string checkSmemStore(const Op &op) {
+  if (auto error = checkCounts(op, 2, 0); !error.empty())
+    return error;
+  if (auto error = checkSwizzledPanel(op, 0); !error.empty())
+    return error;
+  const Type &buffer = operandType(op, 0), &value = operandType(op, 1);
+  if (!value.isRegister() || value.layout.kind != LayoutKind::Acc)
+    return fmt::format("stored value must be an #acc register tile, but is {}", value.str());
+  if (auto error = checkIntAttr(op, "first_col", Presence::Optional, 0, value.shape.size() == 2 ? value.shape[1] - 1 : 0);
+      !error.empty())
+    return error;
+  int64_t first = op.intAttr("first_col", 0);
+  if (value.shape.size() != 2 || buffer.shape.size() != 2 || value.shape[0] != buffer.shape[0] ||
+      first + buffer.shape[1] > value.shape[1] || first % 8 != 0 || value.dtype != buffer.dtype)
+    return fmt::format("cannot store columns {}.. of {} into {}: rows, element type and an 8-aligned column "
+                       "window must fit",
+                       first, value.str(), buffer.str());
+  return "";
+}
+
+std::string checkTmaStore(const Op &op) {
+  if (!op.results.empty())
+    return countMismatch("result", 0, op.results.size());
+  if (op.operands.size() < 2)
+    return "expects a shared buffer, a global tensor and offsets";
+  if (auto error = checkSwizzledPanel(op, 0); !error.empty())
+    return error;
+  if (auto error = checkGlobalAccess(op, 1, 2); !error.empty())
+    return error;
+  const Type &global = operandType(op, 1);
+  if (!global.isOutput)
+    return fmt::format("stores to {}, which is not declared `out`", global.str());
+  return checkAccessSizes(op, global, operandType(op, 0));
+}
+
 // --- tile ops ---------------------------------------------------------------
 
 std::string checkMma(const Op &op) {
@@ -510,7 +553,17 @@ std::string checkOpRules(const Op &op) {
     return checkIntAttr(op, "pending", Presence::Required, 0, 64);
   case OpKind::AsyncCommit:
   case OpKind::Barrier:
+  case OpKind::FenceProxyAsync:
+  case OpKind::WarpgroupBarrier:
     return checkCounts(op, 0, 0);
+  case OpKind::SmemStore: return checkSmemStore(op);
+  case OpKind::TmaStore: return checkTmaStore(op);
+  case OpKind::TmaStoreWait:
+    if (auto error = checkCounts(op, 0, 0); !error.empty())
+      return error;
+    if (auto error = checkIntAttr(op, "read", Presence::Required, 0, 1); !error.empty())
+      return error;
+    return checkIntAttr(op, "pending", Presence::Required, 0, 8);
   default:
     // Ops without a row in README.md's table have no rules here yet; the
     // structural checks (dominance, placement, types) still apply to them.
@@ -548,7 +601,7 @@ std::string checkTypeRules(const Type &type, int warps) {
 
   const Layout &layout = type.layout;
   bool warpGrid = layout.kind == LayoutKind::Acc || layout.kind == LayoutKind::OperandA ||
-                  layout.kind == LayoutKind::AccRow;
+                  layout.kind == LayoutKind::AccRow || layout.kind == LayoutKind::AccCol;
   bool warpList = layout.kind == LayoutKind::Strip || layout.kind == LayoutKind::StripRow ||
                   layout.kind == LayoutKind::StripCol;
   switch (type.space) {
@@ -569,6 +622,8 @@ std::string checkTypeRules(const Type &type, int warps) {
   if (layout.warpsM < 1 || layout.warpsN < 1 || (!warpGrid && layout.warpsN != 1) ||
       (!warpGrid && !warpList && layout.warpsM != 1))
     return fmt::format("layout of {} has invalid warp counts {}x{}", type.str(), layout.warpsM, layout.warpsN);
+  if (layout.lanes != 32 && (!warpList || layout.lanes < 1 || layout.lanes > 32 || (layout.lanes & (layout.lanes - 1))))
+    return fmt::format("layout of {} has an invalid lane count {}", type.str(), layout.lanes);
   // With warp specialization a layout may cover only the consumer warps.
   if ((warpGrid || warpList) && layout.warpsM * layout.warpsN > warps)
     return fmt::format("layout of {} spreads over {} warps but the kernel has {}", type.str(),
@@ -577,7 +632,8 @@ std::string checkTypeRules(const Type &type, int warps) {
     return fmt::format("#mbarrier holds one barrier per row of an i32[S, 2] tile, not {}", type.str());
 
   size_t rank = type.shape.size();
-  size_t wantRank = layout.kind == LayoutKind::AccRow || layout.kind == LayoutKind::StripRow ||
+  size_t wantRank = layout.kind == LayoutKind::AccRow || layout.kind == LayoutKind::AccCol ||
+                            layout.kind == LayoutKind::StripRow ||
                             layout.kind == LayoutKind::StripCol
                         ? 1
                     : layout.kind == LayoutKind::None ? rank
@@ -597,6 +653,16 @@ std::string checkTypeRules(const Type &type, int warps) {
   if (layout.kind == LayoutKind::AccRow && type.shape[0] % rowQuantum)
     return fmt::format("{} needs a length divisible by {}, but it is {}", layout.str(), rowQuantum,
                        type.shape[0]);
+  if (layout.kind == LayoutKind::AccCol && type.shape[0] % (8 * layout.warpsN))
+    return fmt::format("{} needs a length divisible by {}, but it is {}", layout.str(), 8 * layout.warpsN,
+                       type.shape[0]);
+  // A narrow strip is exactly `lanes` 8-element chunks wide.
+  if (layout.kind == LayoutKind::Strip && layout.lanes != 32 && type.shape[1] != 8 * layout.lanes)
+    return fmt::format("{} needs {} columns, but the shape is {}", layout.str(), 8 * layout.lanes,
+                       shapeText(type.shape));
+  if (layout.kind == LayoutKind::StripCol && layout.lanes != 32 && type.shape[0] != 8 * layout.lanes)
+    return fmt::format("{} needs {} elements, but the shape is {}", layout.str(), 8 * layout.lanes,
+                       shapeText(type.shape));
   return "";
 }
 

@@ -631,7 +631,8 @@ private:
   bool parseLayout(Layout &layout) {
     static const std::pair<std::string_view, LayoutKind> kLayouts[] = {
         {"acc", LayoutKind::Acc},           {"opa", LayoutKind::OperandA},
-        {"accrow", LayoutKind::AccRow},     {"strip", LayoutKind::Strip},
+        {"accrow", LayoutKind::AccRow},     {"acccol", LayoutKind::AccCol},
+        {"strip", LayoutKind::Strip},
         {"striprow", LayoutKind::StripRow}, {"stripcol", LayoutKind::StripCol},
         {"swizzle", LayoutKind::Swizzle},   {"swizzle128", LayoutKind::Swizzle128},
         {"mbarrier", LayoutKind::Mbarrier},
@@ -647,10 +648,16 @@ private:
       return true;
     if (!expectPunct('<') || !parseInteger(layout.warpsM, "a warp count"))
       return false;
-    bool twoDimensional =
-        layout.kind == LayoutKind::Acc || layout.kind == LayoutKind::OperandA || layout.kind == LayoutKind::AccRow;
+    bool twoDimensional = layout.kind == LayoutKind::Acc || layout.kind == LayoutKind::OperandA ||
+                          layout.kind == LayoutKind::AccRow || layout.kind == LayoutKind::AccCol;
     if (twoDimensional && !parseWarpColumns(layout.warpsN))
       return false;
+    // `#strip<W, L>`: L lanes per row (narrow strips).
+    if (!twoDimensional && token_.isPunct(',')) {
+      advance();
+      if (!parseInteger(layout.lanes, "a lane count"))
+        return false;
+    }
     return expectPunct('>');
   }
 

@@ -39,9 +39,15 @@ std::string Layout::str() const {
   case LayoutKind::Acc: return fmt::format("#acc<{}x{}>", warpsM, warpsN);
   case LayoutKind::OperandA: return fmt::format("#opa<{}x{}>", warpsM, warpsN);
   case LayoutKind::AccRow: return fmt::format("#accrow<{}x{}>", warpsM, warpsN);
-  case LayoutKind::Strip: return fmt::format("#strip<{}>", warpsM);
-  case LayoutKind::StripRow: return fmt::format("#striprow<{}>", warpsM);
-  case LayoutKind::StripCol: return fmt::format("#stripcol<{}>", warpsM);
+  case LayoutKind::AccCol: return fmt::format("#acccol<{}x{}>", warpsM, warpsN);
+  case LayoutKind::Strip:
+  case LayoutKind::StripRow:
+  case LayoutKind::StripCol: {
+    const char *name = kind == LayoutKind::Strip ? "strip" : kind == LayoutKind::StripRow ? "striprow" : "stripcol";
+    if (lanes == 32)
+      return fmt::format("#{}<{}>", name, warpsM);
+    return fmt::format("#{}<{}, {}>", name, warpsM, lanes);
+  }
   case LayoutKind::Swizzle: return "#swizzle";
   case LayoutKind::Swizzle128: return "#swizzle128";
   case LayoutKind::Mbarrier: return "#mbarrier";

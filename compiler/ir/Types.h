@@ -26,8 +26,14 @@ enum class MemSpace { Unplaced, Register, Shared };
 ///            its warp row, every column; replicated across warpsN.
 ///  AccRow    a vector indexed by the rows of an Acc tile (row reductions);
 ///            replicated across the four lanes that share a row.
+///  AccCol    a vector indexed by the columns of an Acc tile (broadcasts
+///            along rows): each lane holds the two columns of each n8 tile it
+///            touches; replicated across the eight lanes that share columns
+///            and across warp rows.
 ///  Strip     rows round-robin over warps, each lane owns 8 consecutive
-///            columns per 256-column chunk (16-byte accesses).
+///            columns per 256-column chunk (16-byte accesses). A tile narrower
+///            than 256 columns gives each row `lanes` = columns / 8 lanes, and
+///            each warp 32 / lanes consecutive rows at a time.
 ///  StripRow  a vector indexed by the rows of a Strip tile.
 ///  StripCol  a vector indexed by the columns of a Strip tile.
 ///  Swizzle   shared memory, 16-byte chunks XOR-swizzled by row so that
@@ -44,12 +50,13 @@ enum class MemSpace { Unplaced, Register, Shared };
 /// accumulator gives each of its warps 16 rows with exactly the register
 /// order of mma.sync m16n8k16 accumulators, so #acc<Wx1> over the W
 /// consumer warps describes it.
-enum class LayoutKind { None, Acc, OperandA, AccRow, Strip, StripRow, StripCol, Swizzle, Swizzle128, Mbarrier };
+enum class LayoutKind { None, Acc, OperandA, AccRow, AccCol, Strip, StripRow, StripCol, Swizzle, Swizzle128, Mbarrier };
 
 struct Layout {
   LayoutKind kind = LayoutKind::None;
-  int warpsM = 1; ///< warp rows (Acc, OperandA, AccRow) or warps (Strip*)
-  int warpsN = 1; ///< warp columns (Acc, OperandA, AccRow)
+  int warpsM = 1; ///< warp rows (Acc, OperandA, AccRow, AccCol) or warps (Strip*)
+  int warpsN = 1; ///< warp columns (Acc, OperandA, AccRow, AccCol)
+  int lanes = 32; ///< Strip*: lanes that share one row (a power of two; 32 for 256 columns or more)
 
   bool operator==(const Layout &) const = default;
   std::string str() const;

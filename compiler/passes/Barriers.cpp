@@ -147,6 +147,11 @@ private:
       Op &op = **it;
       switch (op.kind) {
       case OpKind::Barrier: state.passBarrier(); continue;
+      case OpKind::WarpgroupRole:
+        // Warp-specialized roles run side by side and never meet at a
+        // __syncthreads: they synchronise through the mbarriers and
+        // warpgroup barriers that hopper-pipeline and hopper-epilogue place.
+        return state;
       case OpKind::For: state = simulateLoop(block, it, state, insert, placed); continue;
       case OpKind::AsyncWait:
         // Conservatively, every copy issued so far has landed.

@@ -23,6 +23,7 @@
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
+#include <algorithm>
 #include <map>
 
 namespace tkc {
@@ -38,34 +39,79 @@ public:
 
   void run() {
     stages_ = loop_.intAttr("hopper_stages");
-    Op *mma = nullptr;
-    for (auto &op : loop_.body->ops)
+    Block &body = *loop_.body;
+    std::vector<Op *> mmas, streamed;
+    for (auto &op : body.ops) {
       if (op->kind == OpKind::Mma)
-        mma = op.get();
-    Op *loadA = mma->operands[0]->definingOp;
-    Op *loadB = mma->operands[1]->definingOp;
-    int consumerWarps = mma->result()->type.layout.warpsM;
+        mmas.push_back(op.get());
+      if (op->kind == OpKind::Load)
+        streamed.push_back(op.get());
+    }
+    // Shared tiles loaded once before the loop for its products.
+    std::vector<Op *> resident;
+    for (Op *mma : mmas)
+      for (Value *operand : {mma->operands[0], mma->operands[1]})
+        if (Op *def = operand->definingOp; def && def->kind == OpKind::Load && def->parent != &body &&
+                                            std::find(resident.begin(), resident.end(), def) == resident.end())
+          resident.push_back(def);
+    // One accumulating product and nothing else: keep a wgmma group in flight
+    // across iterations. Otherwise each product completes before its result
+    // is used, and the slot is released at the end of the iteration.
+    Op &yield = *body.ops.back();
+    bool chain = mmas.size() == 1 && resident.empty() && mmas[0]->operands[2] == body.args[1].get() &&
+                 yield.operands.size() == 1 && yield.operands[0] == mmas[0]->result();
+    int consumerWarps = mmas.front()->result()->type.layout.warpsM;
 
     Block &outer = *loop_.parent;
     Builder b(outer, passes::positionOf(loop_));
     b.setLoc(loop_.loc);
-    Value *aBuf = staged(b, loadA, "a_buf");
-    Value *bBuf = staged(b, loadB, "b_buf");
+    std::vector<Value *> buffers;
+    for (Op *load : streamed)
+      buffers.push_back(staged(b, load, stages_, buffers.empty() ? "a_buf" : "b_buf"));
+    std::vector<Value *> residentBuffers;
+    for (Op *load : resident)
+      residentBuffers.push_back(staged(b, load, 1, "once_buf"));
     Type barType = Type::tile(DType::I32, {stages_, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1});
     Value *full = b.value(OpKind::SmemAlloc, {}, barType);
     full->nameHint = "full";
     Value *empty = b.value(OpKind::SmemAlloc, {}, barType);
     empty->nameHint = "empty";
+    Value *once = nullptr;
+    if (!resident.empty()) {
+      once = b.value(OpKind::SmemAlloc, {},
+                     Type::tile(DType::I32, {1, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1}));
+      once->nameHint = "once";
+    }
     b.create(OpKind::MbarrierInit, {full}, {}, {{"count", Attr(int64_t(1))}});
     b.create(OpKind::MbarrierInit, {empty}, {}, {{"count", Attr(int64_t(consumerWarps))}});
+    if (once)
+      b.create(OpKind::MbarrierInit, {once}, {}, {{"count", Attr(int64_t(1))}});
     b.create(OpKind::Barrier, {}, {});
     Value *base = b.constInt(0);
     base->nameHint = "it_base";
     Value *lo = loop_.operands[0];
     Value *hi = loop_.operands[1];
     Value *step = loop_.operands[2];
-    int64_t stageBytes = passes::sharedBufferBytes(loadA->result()->type) +
-                         passes::sharedBufferBytes(loadB->result()->type);
+    int64_t stageBytes = 0;
+    for (Op *load : streamed)
+      stageBytes += passes::sharedBufferBytes(load->result()->type);
+
+    // Resident tiles: the producer copies them first, on their own barrier.
+    if (once) {
+      Value *zero = b.constInt(0);
+      int64_t bytes = 0;
+      for (Op *load : resident)
+        bytes += passes::sharedBufferBytes(load->result()->type);
+      b.create(OpKind::MbarrierExpectTx, {once, zero}, {}, {{"bytes", Attr(bytes)}, {"role", Attr(std::string("producer"))}});
+      for (size_t i = 0; i < resident.size(); ++i) {
+        std::vector<Value *> operands{residentBuffers[i], zero, once};
+        operands.insert(operands.end(), resident[i]->operands.begin(), resident[i]->operands.end());
+        b.setLoc(resident[i]->loc);
+        b.create(OpKind::TmaLoad, operands, {},
+                 {{"sizes", resident[i]->attrs.at("sizes")}, {"role", Attr(std::string("producer"))}});
+      }
+      b.setLoc(loop_.loc);
+    }
 
     // The producer: a clone of the loop's address arithmetic and its loads.
     Op *producer = b.create(OpKind::For, {lo, hi, step}, {}, {{"role", Attr(std::string("producer"))}});
@@ -79,10 +125,11 @@ public:
       pb.create(OpKind::MbarrierWait, {empty, it}, {}, {{"release", Attr(int64_t(1))}});
       pb.create(OpKind::MbarrierExpectTx, {full, it}, {}, {{"bytes", Attr(stageBytes)}});
       std::map<Value *, Value *> cloned;
-      for (auto [load, buf] : {std::pair{loadA, aBuf}, std::pair{loadB, bBuf}}) {
-        std::vector<Value *> operands{buf, it, full, load->operands[0]};
-        for (size_t i = 1; i < load->operands.size(); ++i)
-          operands.push_back(cloneInto(pb, load->operands[i], pk, cloned));
+      for (size_t i = 0; i < streamed.size(); ++i) {
+        Op *load = streamed[i];
+        std::vector<Value *> operands{buffers[i], it, full, load->operands[0]};
+        for (size_t j = 1; j < load->operands.size(); ++j)
+          operands.push_back(cloneInto(pb, load->operands[j], pk, cloned));
         std::map<std::string, Attr> attrs{{"sizes", load->attrs.at("sizes")}};
         pb.setLoc(load->loc);
         pb.create(OpKind::TmaLoad, operands, {}, attrs);
@@ -91,26 +138,46 @@ public:
     }
 
     // The consumer: the original loop, reading the slots.
+    if (once) {
+      Builder wb(outer, passes::positionOf(loop_));
+      wb.setLoc(loop_.loc);
+      Value *zero = wb.constInt(0);
+      wb.create(OpKind::MbarrierWait, {once, zero}, {}, {{"release", Attr(int64_t(0))}});
+      for (size_t i = 0; i < resident.size(); ++i) {
+        Value *view = wb.value(OpKind::StageView, {residentBuffers[i], zero}, resident[i]->result()->type);
+        view->nameHint = resident[i]->result()->nameHint;
+        replaceAllUsesIn(body, resident[i]->result(), view);
+      }
+    }
     loop_.attrs.erase("hopper_stages");
     loop_.attrs["role"] = Attr(std::string("consumer"));
-    Block &body = *loop_.body;
     Value *ck = body.args[0].get();
-    {
-      Builder cb(body, body.ops.begin());
-      cb.setLoc(loop_.loc);
-      Value *it = iteration(cb, ck, lo, base);
-      cb.create(OpKind::MbarrierWait, {full, it}, {}, {{"release", Attr(int64_t(0))}});
-      Value *slot = cb.value(OpKind::Rem, {it, cb.constInt(stages_)}, scalarI32());
-      slot->nameHint = "slot";
-      Value *aView = cb.value(OpKind::StageView, {aBuf, slot}, loadA->result()->type);
-      aView->nameHint = loadA->result()->nameHint;
-      Value *bView = cb.value(OpKind::StageView, {bBuf, slot}, loadB->result()->type);
-      bView->nameHint = loadB->result()->nameHint;
-      replaceAllUsesIn(body, loadA->result(), aView);
-      replaceAllUsesIn(body, loadB->result(), bView);
-
-      // mma -> fence, wgmma, commit, wait for the previous group, release
-      // the previous slot.
+    Builder cb(body, body.ops.begin());
+    cb.setLoc(loop_.loc);
+    Value *it = iteration(cb, ck, lo, base);
+    cb.create(OpKind::MbarrierWait, {full, it}, {}, {{"release", Attr(int64_t(0))}});
+    Value *slot = cb.value(OpKind::Rem, {it, cb.constInt(stages_)}, scalarI32());
+    slot->nameHint = "slot";
+    for (size_t i = 0; i < streamed.size(); ++i) {
+      Value *view = cb.value(OpKind::StageView, {buffers[i], slot}, streamed[i]->result()->type);
+      view->nameHint = streamed[i]->result()->nameHint;
+      replaceAllUsesIn(body, streamed[i]->result(), view);
+    }
+    // A product that only feeds the next iteration (an accumulator) stays in
+    // flight across the end of the iteration: it is waited for where the
+    // next iteration first reads the accumulator, after that iteration's
+    // first products have been issued, and its slot is released there.
+    Value *deferredArg = nullptr, *deferredResult = nullptr;
+    if (!chain)
+      for (Op *mma : mmas)
+        for (size_t i = 0; i < yield.operands.size(); ++i)
+          if (yield.operands[i] == mma->result() && passes::countUses(body)[mma->result()] == 1 && !deferredArg) {
+            deferredArg = body.args[1 + i].get();
+            deferredResult = loop_.results[i].get();
+          }
+    for (Op *mma : mmas) {
+      // mma -> fence, wgmma, commit, and a wait: for the previous group
+      // (chain) or for this one.
       Builder at(body, passes::positionOf(*mma));
       at.setLoc(mma->loc);
       at.create(OpKind::WgmmaFence, {}, {});
@@ -120,22 +187,52 @@ public:
       Value *next = at.value(OpKind::Wgmma, mma->operands, mma->result()->type, attrs);
       next->nameHint = mma->result()->nameHint;
       at.create(OpKind::WgmmaCommit, {}, {});
-      at.create(OpKind::WgmmaWait, {}, {}, {{"pending", Attr(int64_t(1))}});
-      Value *prev = at.value(OpKind::Sub, {it, at.constInt(1)}, scalarI32());
-      Value *hasPrev = at.value(OpKind::Gt, {it, base}, Type::scalar(DType::I1));
-      at.create(OpKind::MbarrierArrive, {empty, prev, hasPrev}, {});
+      if (chain) {
+        at.create(OpKind::WgmmaWait, {}, {}, {{"pending", Attr(int64_t(1))}});
+        Value *prev = at.value(OpKind::Sub, {it, at.constInt(1)}, scalarI32());
+        Value *hasPrev = at.value(OpKind::Gt, {it, base}, Type::scalar(DType::I1));
+        at.create(OpKind::MbarrierArrive, {empty, prev, hasPrev}, {});
+      } else if (!deferredArg || body.args[1 + resultIndex(yield, mma->result())].get() != deferredArg) {
+        at.create(OpKind::WgmmaWait, {next}, {}, {{"pending", Attr(int64_t(0))}});
+      }
       replaceAllUsesIn(body, mma->result(), next);
       passes::eraseOp(*mma);
     }
+    if (deferredArg) {
+      Op *firstUse = nullptr;
+      for (auto &op : body.ops) {
+        for (Value *operand : op->operands)
+          if (operand == deferredArg)
+            firstUse = op.get();
+        if (firstUse)
+          break;
+      }
+      Builder at(body, firstUse ? passes::positionOf(*firstUse) : std::prev(body.ops.end()));
+      at.setLoc(loop_.loc);
+      at.create(OpKind::WgmmaWait, {deferredArg}, {}, {{"pending", Attr(int64_t(0))}});
+      Value *prev = at.value(OpKind::Sub, {it, at.constInt(1)}, scalarI32());
+      Value *hasPrev = at.value(OpKind::Gt, {it, base}, Type::scalar(DType::I1));
+      at.create(OpKind::MbarrierArrive, {empty, prev, hasPrev}, {});
+    } else if (!chain) {
+      Builder end(body, std::prev(body.ops.end()));
+      end.setLoc(loop_.loc);
+      Value *always = end.value(OpKind::Const, {}, Type::scalar(DType::I1), {{"value", Attr(int64_t(1))}});
+      end.create(OpKind::MbarrierArrive, {empty, it, always}, {});
+    }
     // Loads (and the scalar arithmetic only they used) leave the consumer.
-    passes::eraseOp(*loadA);
-    passes::eraseOp(*loadB);
+    for (Op *load : streamed)
+      passes::eraseOp(*load);
+    for (Op *load : resident)
+      passes::eraseOp(*load);
     removeDeadScalars(body);
+    removeDeadScalars(outer);
+    if (!chain && !deferredArg)
+      return;
 
     // After the loop: the last group, then release the last slot.
     Builder after(outer, std::next(passes::positionOf(loop_)));
     after.setLoc(loop_.loc);
-    after.create(OpKind::WgmmaWait, {loop_.result()}, {}, {{"pending", Attr(int64_t(0))}});
+    after.create(OpKind::WgmmaWait, {chain ? loop_.result() : deferredResult}, {}, {{"pending", Attr(int64_t(0))}});
     Value *count = after.value(OpKind::Sub, {hi, lo}, scalarI32());
     Value *lastRel = after.value(OpKind::Sub, {count, after.constInt(1)}, scalarI32());
     Value *last = after.value(OpKind::Add, {lastRel, base}, scalarI32());
@@ -145,9 +242,16 @@ public:
   }
 
 private:
-  Value *staged(Builder &b, Op *load, const std::string &fallback) {
+  static size_t resultIndex(const Op &yield, const Value *v) {
+    for (size_t i = 0; i < yield.operands.size(); ++i)
+      if (yield.operands[i] == v)
+        return i;
+    return yield.operands.size();
+  }
+
+  Value *staged(Builder &b, Op *load, int64_t stages, const std::string &fallback) {
     Type t = load->result()->type;
-    t.stages = static_cast<int>(stages_);
+    t.stages = static_cast<int>(stages);
     Value *buf = b.value(OpKind::SmemAlloc, {}, t);
     buf->nameHint = load->result()->nameHint.empty() ? fallback : load->result()->nameHint + "_buf";
     return buf;

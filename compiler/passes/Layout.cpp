@@ -41,8 +41,31 @@ private:
   std::map<Value *, Value *> parent_;
 };
 
-/// Per-thread registers an mma A operand kept in registers across a loop may take.
-constexpr int64_t kMaxHoistedOperandRegisters = 32;
+/// Per-thread registers that the mma A operands kept in registers across a
+/// loop may take, all of them together, and that they may take together with
+/// the tiles the loop carries (its accumulators) and the largest product it
+/// computes afresh in every iteration.
+constexpr int64_t kMaxHoistedOperandRegisters = 64;
+constexpr int64_t kMaxHoistedAndCarriedRegisters = 160;
+
+/// Per-thread 32-bit registers of the register tiles a loop carries.
+int64_t carriedRegisters(const Op &loop, int warps) {
+  int64_t words = 0;
+  for (auto &result : loop.results)
+    if (result->type.isTile())
+      words += result->type.numElements() * dtypeBytes(result->type.dtype) / 4;
+  return words / (warps * 32);
+}
+
+/// Registers per thread of the largest product computed afresh in each
+/// iteration of `loop` (attention's scores): live beside the carried ones.
+int64_t largestFreshProduct(const Op &loop, int warps) {
+  int64_t words = 0;
+  for (auto &op : loop.body->ops)
+    if (op->kind == OpKind::Mma && op->operands[2]->definingOp && op->operands[2]->definingOp->kind == OpKind::Fill)
+      words = std::max(words, op->result()->type.numElements() * dtypeBytes(op->result()->type.dtype) / 4);
+  return words / (warps * 32);
+}
 
 bool isElementwise(OpKind kind) {
   switch (kind) {
@@ -181,10 +204,10 @@ private:
   }
 
   Layout vectorLayoutFor(Layout tileLayout, int axis) {
-    if (tileLayout.kind == LayoutKind::Acc && axis == 1)
-      return {LayoutKind::AccRow, tileLayout.warpsM, tileLayout.warpsN};
+    if (tileLayout.kind == LayoutKind::Acc)
+      return {axis == 1 ? LayoutKind::AccRow : LayoutKind::AccCol, tileLayout.warpsM, tileLayout.warpsN};
     if (tileLayout.kind == LayoutKind::Strip)
-      return {axis == 1 ? LayoutKind::StripRow : LayoutKind::StripCol, tileLayout.warpsM, 1};
+      return {axis == 1 ? LayoutKind::StripRow : LayoutKind::StripCol, tileLayout.warpsM, 1, tileLayout.lanes};
     return {};
   }
 
@@ -206,8 +229,11 @@ private:
     for (auto &[root, values] : members) {
       if (values.front()->type.shape.size() != 2)
         continue;
+      // Tiles narrower than 256 columns give each row fewer lanes.
+      int64_t cols = values.front()->type.shape[1];
+      int lanes = cols < 256 && cols % 8 == 0 && ((cols / 8) & (cols / 8 - 1)) == 0 ? int(cols / 8) : 32;
       Layout layout = accClasses.count(root) ? Layout{LayoutKind::Acc, warpsM_, warpsN_}
-                                             : Layout{LayoutKind::Strip, kernel_.warps, 1};
+                                             : Layout{LayoutKind::Strip, kernel_.warps, 1, lanes};
       classLayout_[root] = layout;
     }
     // Vectors follow the tiles they are linked to; a vector linked to none
@@ -222,8 +248,7 @@ private:
         Layout tile = classLayout_[classes_.find(link.tile)];
         Layout candidate = vectorLayoutFor(tile, link.axis);
         if (candidate.kind == LayoutKind::None)
-          return fail(values.front(), link.axis == 0 ? "column vectors of mma accumulators are not supported yet"
-                                                     : "its tile has no register layout");
+          return fail(values.front(), "its tile has no register layout");
         if (chosen.kind != LayoutKind::None && !(chosen == candidate))
           return fail(values.front(), "it is used both as a row and as a column vector");
         chosen = candidate;
@@ -250,17 +275,24 @@ private:
       if (shape[0] % (16 * layout.warpsM))
         return fail(v, fmt::format("row vectors of accumulators need a length divisible by {}", 16 * layout.warpsM));
       return true;
-    case LayoutKind::Strip:
-      if (shape[0] % layout.warpsM || shape[1] % 256)
-        return fail(v, fmt::format("tiles outside mma need rows divisible by the {} warps and columns by 256",
-                                   layout.warpsM));
+    case LayoutKind::AccCol:
+      if (shape[0] % (8 * layout.warpsN))
+        return fail(v, fmt::format("column vectors of accumulators need a length divisible by {}", 8 * layout.warpsN));
       return true;
+    case LayoutKind::Strip: {
+      int rows = layout.warpsM * (32 / layout.lanes);
+      if (shape[0] % rows || (layout.lanes == 32 && shape[1] % 256))
+        return fail(v, fmt::format("tiles outside mma need rows divisible by {} and columns by 256, or 8, 16, 32, 64 "
+                                   "or 128 columns",
+                                   rows));
+      return true;
+    }
     case LayoutKind::StripRow:
-      if (shape[0] % layout.warpsM)
-        return fail(v, fmt::format("row vectors need a length divisible by the {} warps", layout.warpsM));
+      if (shape[0] % (layout.warpsM * (32 / layout.lanes)))
+        return fail(v, fmt::format("row vectors need a length divisible by {}", layout.warpsM * (32 / layout.lanes)));
       return true;
     case LayoutKind::StripCol:
-      if (shape[0] % 256)
+      if (layout.lanes == 32 ? shape[0] % 256 != 0 : shape[0] != 8 * layout.lanes)
         return fail(v, "column vectors need a length divisible by 256");
       return true;
     default:
@@ -304,6 +336,7 @@ private:
   bool insertOperandConversions(Block &block) {
     Layout operandA{LayoutKind::OperandA, warpsM_, warpsN_};
     std::map<Value *, Value *> hoisted;
+    int64_t hoistedRegisters = 0;
     std::vector<Op *> mmas;
     walk(block, [&](Op &op) {
       if (op.kind == OpKind::Mma)
@@ -320,10 +353,14 @@ private:
         // than spilling.
         Type fragments = a->type.withLayout(MemSpace::Register, operandA);
         int64_t perThread = fragments.shape[0] / operandA.warpsM / 16 * (fragments.shape[1] / 16) * 4;
-        if (perThread > kMaxHoistedOperandRegisters)
-          continue;
         Value *&converted = hoisted[a];
+        const Op *loop = mma->parent->parentOp;
+        int64_t carried = loop ? carriedRegisters(*loop, kernel_.warps) + largestFreshProduct(*loop, kernel_.warps) : 0;
+        if (!converted && (hoistedRegisters + perThread > kMaxHoistedOperandRegisters ||
+                           carried + hoistedRegisters + perThread > kMaxHoistedAndCarriedRegisters))
+          continue;
         if (!converted) {
+          hoistedRegisters += perThread;
           Block &home = *load->parent;
           auto after = std::next(findOp(home, load));
           Builder builder(home, after);
@@ -383,9 +420,15 @@ private:
       for (size_t i = 1; i < op->operands.size(); ++i)
         if (Op *def = op->operands[i]->definingOp; def && def->parent == &block && position(def) > sourcePosition)
           return; // a mask bound computed later: leave the chain where it is
-    auto after = std::next(findOp(block, source));
-    for (auto it = chain.rbegin(); it != chain.rend(); ++it)
-      block.ops.splice(after, block.ops, findOp(block, *it));
+    // Cast first, then what masks its result; an op already in place stays.
+    auto at = std::next(findOp(block, source));
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      auto op = findOp(block, *it);
+      if (op == at)
+        ++at;
+      else
+        block.ops.splice(at, block.ops, op);
+    }
   }
 
   static std::list<std::unique_ptr<Op>>::iterator findOp(Block &block, Op *op) {

@@ -14,6 +14,7 @@ std::unique_ptr<Pass> createBarriersPass();
 std::unique_ptr<Pass> createHopperLayoutPass();
 std::unique_ptr<Pass> createHopperPipelinePass();
 std::unique_ptr<Pass> createWarpSpecializePass();
+std::unique_ptr<Pass> createHopperEpiloguePass();
 
 namespace {
 using Factory = std::unique_ptr<Pass> (*)();
@@ -24,7 +25,7 @@ constexpr std::pair<const char *, Factory> kPasses[] = {
     {"smem-plan", createSmemPlanPass},  {"barriers", createBarriersPass},
     // sm_90a only (no-ops for older targets).
     {"hopper-layout", createHopperLayoutPass}, {"hopper-pipeline", createHopperPipelinePass},
-    {"warp-specialize", createWarpSpecializePass},
+    {"warp-specialize", createWarpSpecializePass}, {"hopper-epilogue", createHopperEpiloguePass},
 };
 } // namespace
 
@@ -45,11 +46,11 @@ std::vector<std::unique_ptr<Pass>> createPipeline() {
   // address arithmetic that the asynchronous copies replaced.
   std::vector<std::unique_ptr<Pass>> passes;
   // The sm_90a passes do nothing for older targets: hopper-layout claims the
-  // loops that wgmma can run before `pipeline` sees them, and the other two
+  // loops that wgmma can run before `pipeline` sees them, and the others
   // run after the last `fold`, whose dead-code sweep knows nothing of the ops
   // they introduce.
   for (const char *name : {"fold", "tail", "layout", "hopper-layout", "pipeline", "fold", "hopper-pipeline",
-                           "warp-specialize", "smem-plan", "barriers"})
+                           "warp-specialize", "hopper-epilogue", "smem-plan", "barriers"})
     passes.push_back(createPass(name));
   return passes;
 }

@@ -16,7 +16,15 @@ using namespace passes;
 /// swizzle pattern, which repeats every 8 rows of 16 bytes.
 constexpr int64_t kAlignment = 128;
 
-int64_t alignUp(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+/// 128-byte-swizzled panels repeat their pattern every 1024 bytes, and bulk
+/// copies and wgmma descriptors assume the pattern starts at the buffer.
+constexpr int64_t kPanelAlignment = 1024;
+
+int64_t alignUp(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+
+int64_t alignmentOf(const Type &type) {
+  return type.layout.kind == LayoutKind::Swizzle128 ? kPanelAlignment : kAlignment;
+}
 
 bool definesSharedBuffer(const Op &op) {
   bool sharedResult = op.results.size() == 1 && op.result()->type.isShared();
@@ -124,7 +132,7 @@ int64_t placeBuffers(std::vector<Buffer> &buffers) {
     for (auto [begin, end] : taken) {
       if (candidate + buffers[i].bytes <= begin)
         break;
-      candidate = std::max(candidate, alignUp(end));
+      candidate = std::max(candidate, alignUp(end, alignmentOf(buffers[i].definer->result()->type)));
     }
     buffers[i].offset = candidate;
     peak = std::max(peak, candidate + buffers[i].bytes);

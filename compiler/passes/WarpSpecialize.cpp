@@ -18,6 +18,8 @@
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
+#include <algorithm>
+#include <list>
 #include <map>
 #include <set>
 
@@ -37,6 +39,21 @@ class WarpSpecializer {
 public:
   WarpSpecializer(Kernel &kernel, Op &producer, Op &consumer)
       : kernel_(kernel), producer_(producer), consumer_(consumer) {}
+
+  /// Whether the kernel's blocks can become a persistent loop over tiles:
+  /// a 2-d grid, and no use of the third block index before the loops.
+  static bool persistable(Kernel &kernel, Op &producer) {
+    Op *grid = kernel.launch.ops.back().get();
+    if (grid->kind != OpKind::Grid || !isOne(grid->operands[2]))
+      return false;
+    for (auto &op : kernel.body.ops) {
+      if (op.get() == &producer)
+        break;
+      if (op->kind == OpKind::BlockId && op->intAttr("axis") == 2)
+        return false;
+    }
+    return true;
+  }
 
   bool run() {
     Block &body = kernel_.body;
@@ -236,6 +253,49 @@ private:
   std::set<Value *> perTile_;
 };
 
+/// The roles without a persistent tile loop: the producer's ops (those
+/// marked `role = "producer"`, from the first one on) go to warpgroup 0;
+/// every other op from there on, and the register tiles set up before it,
+/// go to the consumers. Scalars and shared buffers set up before stay
+/// common to both.
+void specializeInPlace(Kernel &kernel, Op &producer) {
+  Block &body = kernel.body;
+  auto first = std::find_if(body.ops.begin(), body.ops.end(),
+                            [](const std::unique_ptr<Op> &op) { return op->strAttr("role") == "producer"; });
+  std::vector<Op *> producerOps, consumerOps, registerTiles;
+  for (auto it = body.ops.begin(); it != first; ++it)
+    if ((*it)->results.size() == 1 && (*it)->result()->type.isRegister() && (*it)->result()->type.isTile())
+      registerTiles.push_back(it->get());
+  for (auto it = first; it != body.ops.end(); ++it)
+    ((*it)->strAttr("role") == "producer" ? producerOps : consumerOps).push_back(it->get());
+  consumerOps.insert(consumerOps.begin(), registerTiles.begin(), registerTiles.end());
+
+  std::list<std::unique_ptr<Op>> moved;
+  auto take = [&](Op *op) { moved.splice(moved.end(), body.ops, passes::positionOf(*op)); };
+  Builder marks(body);
+  marks.setLoc(producer.loc);
+  int consumerWarps = kernel.warps - 4;
+  int consumerRegs = std::min(kMaxRegisters, (kRegisterFile - 128 * kProducerRegisters) / (consumerWarps * 32) / 8 * 8);
+  Op *producerRole = marks.create(OpKind::WarpgroupRole, {}, {},
+                                  {{"role", Attr(std::string("producer"))}, {"warpgroups", Attr(int64_t(1))},
+                                   {"regs", Attr(int64_t(kProducerRegisters))}, {"issuers", Attr(int64_t(1))}});
+  take(producerRole);
+  for (Op *op : producerOps)
+    take(op);
+  Op *consumerRole = marks.create(OpKind::WarpgroupRole, {}, {},
+                                  {{"role", Attr(std::string("consumer"))},
+                                   {"warpgroups", Attr(int64_t(consumerWarps / 4))},
+                                   {"regs", Attr(int64_t(consumerRegs))}});
+  take(consumerRole);
+  for (Op *op : consumerOps)
+    take(op);
+  Op *end = marks.create(OpKind::WarpgroupRoleEnd, {}, {});
+  take(end);
+  body.ops.splice(body.ops.end(), moved);
+  for (auto &op : body.ops)
+    op->parent = &body;
+}
+
 class WarpSpecializePass : public Pass {
 public:
   const char *name() const override { return "warp-specialize"; }
@@ -257,6 +317,15 @@ public:
       }
       if (!producer || !consumer)
         continue;
+      bool copiesOnce = false;
+      for (auto &op : kernel->body.ops)
+        copiesOnce |= op.get() != producer && op->strAttr("role") == "producer";
+      // Blocks that copy tiles once (or whose grid is not one tile per
+      // block along x and y) keep their grid: the roles run once per block.
+      if (copiesOnce || !WarpSpecializer::persistable(*kernel, *producer)) {
+        specializeInPlace(*kernel, *producer);
+        continue;
+      }
       if (!WarpSpecializer(*kernel, *producer, *consumer).run()) {
         diags.report(producer->loc, DiagId::UnsupportedOnTarget, "this producer/consumer loop structure",
                      target.name);

@@ -101,7 +101,7 @@ def load_all(selected, args, report):
             name = f"{w.name}.{target}"
             try:
                 lib = tg.load_library(cu, target=target, nvcc=args.nvcc)
-                launcher = lib.launcher(w.name, len(w.params), len(w.const_names))
+                launcher = w.make_launcher(lib)
                 loaded.append((w, target, launcher, lib))
             except Exception as e:
                 report.line("FAIL", name, "build", short(e, 400))
@@ -195,7 +195,12 @@ def run_argchecks_device(w, target, launcher, report, stream):
             code = launcher.raw(descs, w.consts(size), stream)
             msg = launcher.error_message() if code else ""
             torch.cuda.synchronize()
-            written = sum(int((~torch.isnan(t)).sum().item()) for p, t in buffers.values() if p.output)
+            # A sequence of launchers: earlier steps ran on valid arguments;
+            # the step that refused must not have written its outputs.
+            own = getattr(launcher, "failed_tensors", None)
+            owned = None if own is None else {w.params[i].name for i in own}
+            written = sum(int((~torch.isnan(t)).sum().item()) for p, t in buffers.values()
+                          if p.output and (owned is None or p.name in owned))
             ok = code == want and written == 0 and bool(msg.strip())
             detail = f"status={code} want={want}"
             if written:

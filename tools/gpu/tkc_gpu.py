@@ -398,6 +398,54 @@ class Launcher:
         return call
 
 
+class SequenceLauncher:
+    """Several launchers of one library called one after the other as one
+    workload (e.g. a preprocessing kernel, then the main ones). Each step is
+    (Launcher, indices of its tensors, indices of its constants) into the
+    workload's tensor and constant lists; the first non-zero status stops it."""
+
+    def __init__(self, name, steps):
+        self.kernel = name
+        self.steps = steps
+        self.failed = None
+        self.failed_tensors = None  # tensors first used by the step that returned a status
+
+    def error_message(self):
+        return self.failed.error_message() if self.failed else ""
+
+    def _pick(self, step, descs, consts):
+        launcher, tensors, const_idx = step
+        return [descs[i] for i in tensors], [consts[i] for i in const_idx]
+
+    def raw(self, descs, consts=(), stream=None):
+        self.failed = self.failed_tensors = None
+        earlier = set()
+        for step in self.steps:
+            d, c = self._pick(step, descs, consts)
+            code = step[0].raw(d, c, stream)
+            if code != 0:
+                self.failed = step[0]
+                self.failed_tensors = [i for i in step[1] if i not in earlier]
+                return code
+            earlier.update(step[1])
+        return 0
+
+    def __call__(self, descs, consts=(), stream=None):
+        code = self.raw(descs, consts, stream)
+        if code != 0:
+            raise TkcError(code, self.failed.kernel, self.error_message())
+
+    def bind(self, descs, consts=(), stream=None):
+        calls = [step[0].bind(*self._pick(step, descs, consts), stream) for step in self.steps]
+
+        def call():
+            for c in calls:
+                c()
+            return calls
+
+        return call
+
+
 class KernelLibrary:
     def __init__(self, so_path, build=None):
         self.path = Path(so_path)

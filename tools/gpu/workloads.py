@@ -52,6 +52,10 @@ class Workload:
     def shapes(self, size):
         raise NotImplementedError
 
+    def make_launcher(self, lib):
+        """The callable the harness runs: `tkc_<name>` over every parameter."""
+        return lib.launcher(self.name, len(self.params), len(self.const_names))
+
     def consts(self, size):
         return [int(size[c]) for c in self.const_names]
 
@@ -105,7 +109,8 @@ class Gemm(Workload):
     peer_names = ["cuBLAS"]
     tolerances = {"C": 1e-2}
     check_sizes = [dict(M=m, N=n, K=k) for m, n, k in
-                   [(128, 128, 128), (1000, 1000, 1000), (2048, 2048, 2048), (4000, 4000, 4000), (257, 520, 136)]]
+                   [(128, 128, 128), (1000, 1000, 1000), (257, 520, 136), (2048, 2048, 2048), (4000, 4000, 4000),
+                    (4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (4096, 4096, 16384)]]
     bench_sizes = [dict(M=s, N=s, K=s) for s in (2048, 4096, 8192)]
     quick_sizes = [dict(M=s, N=s, K=s) for s in (4096, 8192)]
     argcheck_size = dict(M=128, N=128, K=128)
@@ -200,6 +205,113 @@ class AttnFwd(Workload):
         return s["N"]
 
 
+# --- attention backward ---------------------------------------------------------------
+
+
+class AttnBwd(Workload):
+    """Three launchers of attention_bwd.tk in a row: Delta = rowsum(dO * O),
+    then dK/dV (a block per key tile), then dQ (a block per query tile)."""
+    name = "attn_bwd"
+    stem = "attention_bwd"
+    params = [Param("Q", "bf16"), Param("K", "bf16"), Param("V", "bf16"), Param("O", "bf16"),
+              Param("dO", "bf16"), Param("L", "f32"), Param("Delta", "f32", output=True),
+              Param("dQ", "bf16", output=True), Param("dK", "bf16", output=True), Param("dV", "bf16", output=True)]
+    const_names = ["causal"]
+    main_output = "dQ"
+    peer_names = ["cuDNN", "flash"]
+    tolerances = {"Delta": 1e-2, "dQ": 1e-2, "dK": 1e-2, "dV": 1e-2}
+    check_sizes = [dict(B=2, H=3, N=n, D=d, causal=c) for d in (64, 128) for c in (0, 1) for n in (128, 150, 1000)]
+    bench_sizes = _attn_sizes((1024, 2048, 4096, 8192, 16384))
+    quick_sizes = _attn_sizes((4096,))
+    argcheck_size = dict(B=1, H=2, N=128, D=64, causal=0)
+    extra_arg_cases = [("unsupported D=96", dict(B=1, H=2, N=128, D=96, causal=0), {}, 5)]
+    plot_xlabel = "N (B*N = 16384, H*D = 2048)"
+
+    def make_launcher(self, lib):
+        from tkc_gpu import SequenceLauncher
+        idx = {p.name: i for i, p in enumerate(self.params)}
+        steps = [("attn_bwd_delta", ["O", "dO", "Delta"], []),
+                 ("attn_bwd_dkdv", ["Q", "K", "V", "dO", "L", "Delta", "dK", "dV"], [0]),
+                 ("attn_bwd_dq", ["Q", "K", "V", "dO", "L", "Delta", "dQ"], [0])]
+        return SequenceLauncher(self.name, [(lib.launcher(k, len(ts), len(cs)), [idx[t] for t in ts], cs)
+                                            for k, ts, cs in steps])
+
+    def shapes(self, s):
+        b, h, n, d = s["B"], s["H"], s["N"], s["D"]
+        big = {x: (b, h, n, d) for x in ("Q", "K", "V", "O", "dO", "dQ", "dK", "dV")}
+        return {**big, "L": (b, h, n), "Delta": (b, h, n)}
+
+    def label(self, s):
+        return f"B{s['B']} H{s['H']} N{s['N']} D{s['D']} {'causal' if s['causal'] else 'full'}"
+
+    def _scores(self, q, k, s):
+        import torch
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(s["D"])
+        if s["causal"]:
+            n = s["N"]
+            mask = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
+            scores = scores.masked_fill(mask, float("-inf"))
+        return scores
+
+    def make_inputs(self, size, device="cuda"):
+        """Fresh Q, K, V, dO; O and L from a forward over them (float64 for
+        small sizes, the flash forward for large ones)."""
+        import torch
+        sh = self.shapes(size)
+        inp = {x: torch.randn(sh[x], device=device, dtype=torch.bfloat16) for x in ("Q", "K", "V", "dO")}
+        b, h, n, d = sh["Q"]
+        if b * h * n * n <= (1 << 26):
+            scores = self._scores(inp["Q"].double(), inp["K"].double(), size)
+            lse = torch.logsumexp(scores, dim=-1)
+            o = torch.exp(scores - lse.unsqueeze(-1)) @ inp["V"].double()
+        else:
+            o, lse = torch.ops.aten._scaled_dot_product_flash_attention(
+                inp["Q"], inp["K"], inp["V"], 0.0, bool(size["causal"]))[:2]
+        inp["O"] = o.to(torch.bfloat16)
+        inp["L"] = lse.float().contiguous()
+        return {p.name: inp[p.name] for p in self.params if not p.output}
+
+    def reference(self, inp, s):
+        import torch
+        q, k, v = (inp[x].double().requires_grad_() for x in "QKV")
+        scores = self._scores(q, k, s)
+        out = torch.softmax(scores, dim=-1) @ v
+        dq, dk, dv = torch.autograd.grad(out, (q, k, v), inp["dO"].double())
+        delta = (inp["dO"].double() * inp["O"].double()).sum(-1)
+        return {"Delta": delta, "dQ": dq, "dK": dk, "dV": dv}
+
+    def peers(self, s):
+        import torch
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        causal = bool(s["causal"])
+
+        def peer(backend, tag):
+            def run(inp):
+                # The forward runs once per input set; each call times the backward.
+                key = "_graph_" + tag
+                if key not in inp:
+                    q, k, v = (inp[x].detach().requires_grad_() for x in "QKV")
+                    with sdpa_kernel([backend]):
+                        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    inp[key] = (q, k, v, out)
+                q, k, v, out = inp[key]
+                return torch.autograd.grad(out, (q, k, v), inp["dO"], retain_graph=True)[0]
+            return run
+
+        return {"cuDNN": peer(SDPBackend.CUDNN_ATTENTION, "cudnn"), "flash": peer(SDPBackend.FLASH_ATTENTION, "flash")}
+
+    def work(self, s):
+        f = 2.5 * 4.0 * s["B"] * s["H"] * s["N"] * s["N"] * s["D"]
+        return f / 2 if s["causal"] else f
+
+    def plot_group(self, s):
+        return f"attn_bwd D={s['D']} {'causal' if s['causal'] else 'full'}"
+
+    def plot_x(self, s):
+        return s["N"]
+
+
 # --- layernorm --------------------------------------------------------------------------
 
 
@@ -287,10 +399,10 @@ class SelftestAxpy(Workload):
         return s["n"]
 
 
-WORKLOADS = [Gemm(), AttnFwd(), LayerNorm()]
+WORKLOADS = [Gemm(), AttnFwd(), AttnBwd(), LayerNorm()]
 SELFTEST = SelftestAxpy()
 BY_NAME = {w.name: w for w in WORKLOADS + [SELFTEST]}
-ALIASES = {"selftest": "axpy", "attention_fwd": "attn_fwd", "attn": "attn_fwd"}
+ALIASES = {"selftest": "axpy", "attention_fwd": "attn_fwd", "attn": "attn_fwd", "attention_bwd": "attn_bwd"}
 
 
 def select(only, include_selftest):

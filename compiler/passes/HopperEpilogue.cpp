@@ -1,0 +1,118 @@
+// hopper-epilogue (sm_90a and newer; a no-op for older targets): sends the
+// stores that hopper-layout marked `epilogue = "tma"` through a shared
+// staging tile and bulk tensor copies.
+//
+// A consumer warpgroup writes its 64 rows of the tile to shared memory (fast,
+// conflict-free in the 128-byte swizzle), and one of its threads hands them
+// to the copy engine; the warpgroup goes straight on to the next tile's
+// products while the copy drains. Before it overwrites the staging tile on
+// the next tile, that thread waits until the previous copy has read it.
+//
+//   store %C, %x, %row, %col {epilogue = "tma"}
+// becomes
+//   tma_store_wait {pending = 0, read = 1}     // the last copy has read %stage
+//   warpgroup_barrier
+//   smem_store %stage, %x
+//   fence_proxy_async                          // the writes, visible to the copy
+//   warpgroup_barrier
+//   tma_store %stage, %C, %row, %col
+// and after the tile loop, `tma_store_wait {pending = 0, read = 0}` so that
+// no copy is in flight when the block exits.
+//
+// The staging tile is a buffer of its own, allocated with the pipeline's.
+// When it holds only `staging_cols` columns of the tile, the sequence runs
+// once per column window (`first_col`), each store going to its columns.
+#include "passes/Pass.h"
+#include "passes/PassUtils.h"
+
+namespace tkc {
+namespace {
+
+using namespace ir;
+
+/// The persistent tile loop of a consumer role that `op` sits in, or null.
+Op *consumerTileLoop(Op &op) {
+  Op *loop = op.parent ? op.parent->parentOp : nullptr;
+  if (!loop || loop->kind != OpKind::For || !loop->hasAttr("persistent"))
+    return nullptr;
+  Block *roles = loop->parent;
+  const Op *role = nullptr;
+  for (auto &o : roles->ops) {
+    if (o.get() == loop)
+      break;
+    if (o->kind == OpKind::WarpgroupRole)
+      role = o.get();
+  }
+  return role && role->strAttr("role") == "consumer" ? loop : nullptr;
+}
+
+void rewrite(Kernel &kernel, Op &store, Op &tileLoop) {
+  Value *global = store.operands[0];
+  Value *value = store.operands[1];
+  std::vector<Value *> offsets(store.operands.begin() + 2, store.operands.end());
+
+  // The staging tile goes with the other buffers, before the roles begin.
+  auto at = kernel.body.ops.begin();
+  for (auto it = kernel.body.ops.begin(); it != kernel.body.ops.end(); ++it)
+    if ((*it)->kind == OpKind::SmemAlloc)
+      at = std::next(it);
+  Builder alloc(kernel.body, at);
+  alloc.setLoc(store.loc);
+  int64_t cols = store.intAttr("staging_cols", value->type.shape[1]);
+  Type stagingType = Type::tile(value->type.dtype, {value->type.shape[0], cols}, MemSpace::Shared,
+                                {LayoutKind::Swizzle128, 1, 1});
+  Value *staging = alloc.value(OpKind::SmemAlloc, {}, stagingType);
+  staging->nameHint = "c_stage";
+
+  Builder b(*store.parent, passes::positionOf(store));
+  b.setLoc(store.loc);
+  for (int64_t first = 0; first < value->type.shape[1]; first += cols) {
+    b.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(int64_t(0))}, {"read", Attr(int64_t(1))}});
+    b.create(OpKind::WarpgroupBarrier, {}, {});
+    b.create(OpKind::SmemStore, {staging, value}, {}, {{"first_col", Attr(first)}});
+    b.create(OpKind::FenceProxyAsync, {}, {});
+    b.create(OpKind::WarpgroupBarrier, {}, {});
+    std::vector<Value *> operands{staging, global};
+    operands.insert(operands.end(), offsets.begin(), offsets.end());
+    if (first > 0)
+      operands.back() = b.value(OpKind::Add, {offsets.back(), b.constInt(first)}, offsets.back()->type);
+    b.create(OpKind::TmaStore, operands, {}, {{"sizes", Attr(stagingType.shape)}});
+  }
+  store.parent->ops.erase(passes::positionOf(store));
+
+  Builder drain(*tileLoop.parent, std::next(passes::positionOf(tileLoop)));
+  drain.setLoc(tileLoop.loc);
+  drain.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(int64_t(0))}, {"read", Attr(int64_t(0))}});
+}
+
+class HopperEpiloguePass : public Pass {
+public:
+  const char *name() const override { return "hopper-epilogue"; }
+  const char *description() const override {
+    return "sm_90a: store marked accumulator tiles through shared memory with bulk tensor copies";
+  }
+  bool run(Module &module, const Target &target, DiagnosticEngine &) override {
+    if (target.computeCapability < 90)
+      return true;
+    for (auto &kernel : module.kernels) {
+      std::vector<Op *> marked;
+      walk(kernel->body, [&](Op &op) {
+        if (op.kind == OpKind::Store && op.strAttr("epilogue") == "tma")
+          marked.push_back(&op);
+      });
+      for (Op *store : marked) {
+        if (Op *loop = consumerTileLoop(*store))
+          rewrite(*kernel, *store, *loop);
+        else
+          store->attrs.erase("epilogue"); // not warp-specialized: an ordinary store
+      }
+    }
+    return true;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createHopperEpiloguePass() { return std::make_unique<HopperEpiloguePass>(); }
+
+} // namespace tkc

@@ -1,9 +1,7 @@
 #pragma once
 #include "ir/IR.h"
+#include "support/Diagnostics.h"
 
-#include <map>
-#include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -17,18 +15,48 @@ struct Tensor {
   std::vector<double> data;
 };
 
-/// Runs a kernel on the CPU with the reference semantics of the tile IR:
-/// every block of the grid runs the body once, in order; tiles are dense
-/// block-wide arrays whatever their layout; asynchronous copies complete at
-/// once, barriers and waits do nothing. Arithmetic is done in double and
-/// rounded to each result's element type, so that two versions of a kernel
-/// that compute the same function agree up to reassociation.
+struct Options {
+  /// What `num_sms` gives: small, so that a persistent grid gives each block
+  /// several tiles.
+  int64_t numSms = 3;
+  /// How the roles of a block take turns: `Coarse`, a role runs until it
+  /// must wait; `Fine`, the next role's turn comes after every mbarrier,
+  /// bulk copy, wgmma or barrier op. Two schedules find more orderings that
+  /// a pipeline wrongly relies on.
+  enum class Interleave { Coarse, Fine } interleave = Interleave::Coarse;
+  /// Whether ordinary accesses of shared memory by different threads must be
+  /// ordered by `barrier` (true of IR after the barriers pass).
+  bool checkBarriers = false;
+};
+
+/// Runs a kernel on the CPU with the reference semantics of the tile IR.
+///
+/// Blocks run one after the other; tiles are dense block-wide arrays whatever
+/// their layout. Arithmetic is done in double and rounded to each result's
+/// element type, so that two versions of a kernel that compute the same
+/// function agree up to reassociation. A cp.async copy (sm_80) lands when
+/// the async_wait that retires its group runs.
+///
+/// sm_90a: the warpgroup roles of a block run as cooperatively scheduled
+/// contexts that meet only through mbarriers, `barrier` and shared memory.
+/// The schedule is deterministic and lazy: a context runs until it must wait
+/// (or, with Interleave::Fine, until its next synchronising op), and bulk
+/// tensor copies land only when no context can go on, one at a time in issue
+/// order; wgmma reads its shared operands when a wgmma_wait retires
+/// it. A wrong phase, slot, arrival or a missing wait thus shows up as a
+/// wrong result, a data race or a deadlock, each reported with the op.
 class Interpreter {
 public:
+  Interpreter(DiagnosticEngine &diags, Options options = {}) : diags_(diags), options_(options) {}
+
   /// `tensors` are the kernel's global parameters in order; scalar
   /// parameters are taken from the dims of the tensors that name them.
-  /// Returns an error message, or nothing on success.
-  std::optional<std::string> run(const ir::Kernel &kernel, std::vector<Tensor> &tensors);
+  /// Reports what went wrong at the op that did it and returns false.
+  bool run(const ir::Kernel &kernel, std::vector<Tensor> &tensors);
+
+private:
+  DiagnosticEngine &diags_;
+  Options options_;
 };
 
 /// Rounds to the nearest value of `dtype` (ties to even for bf16 and f16).

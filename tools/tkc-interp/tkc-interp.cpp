@@ -2,10 +2,15 @@
 // CPU with the IR interpreter, right after lowering and again after every
 // pass of the pipeline, on the same random inputs, and checks that every
 // pass leaves the outputs unchanged (up to rounding).
+//
+// Given a .tkir file it runs the kernels written there instead, the first
+// as the reference for the others: hand-written IR tests what the
+// interpreter makes of a broken pipeline.
 #include "frontend/Lexer.h"
 #include "frontend/Parser.h"
 #include "frontend/Sema.h"
 #include "interp/Interpreter.h"
+#include "ir/Parser.h"
 #include "ir/Verifier.h"
 #include "lowering/LowerToIR.h"
 #include "passes/Pass.h"
@@ -21,12 +26,21 @@ using namespace tkc;
 namespace cl = llvm::cl;
 
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input .tk file>"), cl::Required);
-static cl::opt<std::string> kernelName("kernel", cl::desc("The (specialised) kernel to run, e.g. attn_fwd__D64__causal0"),
-                                       cl::Required);
+static cl::opt<std::string> kernelName("kernel",
+                                       cl::desc("The (specialised) kernel to run, e.g. attn_fwd__D64__causal0 "
+                                                "(.tk input; a .tkir input runs all its kernels)"));
 static cl::list<std::string> sizes("size", cl::desc("A symbolic dim and its value, e.g. --size=M=70"),
                                    cl::CommaSeparated);
 static cl::opt<std::string> targetName("target", cl::desc("sm_80 (default) or sm_90a"), cl::init("sm_80"));
 static cl::opt<unsigned> seed("seed", cl::desc("Random seed for the inputs"), cl::init(1));
+static cl::opt<unsigned> numSms("sms", cl::desc("Multiprocessors that `num_sms` reports (sizes persistent grids)"),
+                                cl::init(3));
+static cl::opt<interp::Options::Interleave> interleave(
+    "interleave", cl::desc("How the warpgroup roles of a block take turns"),
+    cl::values(clEnumValN(interp::Options::Interleave::Coarse, "coarse", "a role runs until it must wait (default)"),
+               clEnumValN(interp::Options::Interleave::Fine, "fine",
+                          "the next role goes on after every mbarrier, bulk copy, wgmma or barrier op")),
+    cl::init(interp::Options::Interleave::Coarse));
 
 namespace {
 
@@ -79,10 +93,97 @@ double compare(const interp::Tensor &reference, const interp::Tensor &got) {
   return worst;
 }
 
+bool sameTensors(const std::vector<interp::Tensor> &reference, const std::vector<interp::Tensor> &got,
+                 const char *what) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, compare(reference[i], got[i]));
+  // Passes may reassociate f32 sums (an accumulating mma) and so move a
+  // bf16 result by one rounding step.
+  bool same = !std::isnan(worst) && worst <= 1e-2;
+  std::printf("%s: %s (largest relative difference %.3g)\n", what, same ? "same" : "DIFFERENT", worst);
+  return same;
+}
+
+bool parseSizes(std::map<std::string, int64_t> &symbols) {
+  for (const std::string &entry : sizes) {
+    auto eq = entry.find('=');
+    char *end = nullptr;
+    long long value = eq == std::string::npos ? 0 : std::strtoll(entry.c_str() + eq + 1, &end, 10);
+    if (eq == std::string::npos || !end || *end || end == entry.c_str() + eq + 1 || value <= 0) {
+      std::fprintf(stderr, "tkc-interp: error: --size expects NAME=VALUE with a positive VALUE, not `%s`\n",
+                   entry.c_str());
+      return false;
+    }
+    symbols[entry.substr(0, eq)] = value;
+  }
+  return true;
+}
+
+/// Runs every kernel of a .tkir file on the same inputs; the first is the
+/// reference of the others, which must take the same tensors.
+int runIRFile(SourceManager &sources, uint32_t file, DiagnosticEngine &diags,
+              const std::map<std::string, int64_t> &symbols) {
+  std::unique_ptr<ir::Module> module = ir::parseModule(file, sources, diags);
+  if (!module || !ir::verifyModule(*module, diags))
+    return 1;
+  if (module->kernels.empty()) {
+    std::fprintf(stderr, "tkc-interp: error: no kernel in the input\n");
+    return 1;
+  }
+  std::mt19937 rng(seed);
+  std::string error;
+  const ir::Kernel &first = *module->kernels.front();
+  std::vector<interp::Tensor> inputs = makeTensors(first, symbols, rng, error);
+  if (!error.empty()) {
+    std::fprintf(stderr, "tkc-interp: error: %s\n", error.c_str());
+    return 1;
+  }
+  // Hand-written IR claims to be complete, barriers included.
+  interp::Interpreter interpreter(diags, {static_cast<int64_t>(numSms), interleave, /*checkBarriers=*/true});
+  std::vector<interp::Tensor> reference;
+  bool ok = true;
+  for (auto &kernel : module->kernels) {
+    std::vector<const ir::Type *> params, firstParams;
+    for (auto &arg : kernel->body.args)
+      if (arg->type.isGlobal())
+        params.push_back(&arg->type);
+    for (auto &arg : first.body.args)
+      if (arg->type.isGlobal())
+        firstParams.push_back(&arg->type);
+    bool sameParams = params.size() == firstParams.size();
+    for (size_t i = 0; sameParams && i < params.size(); ++i)
+      sameParams = *params[i] == *firstParams[i];
+    if (!sameParams) {
+      std::fprintf(stderr, "tkc-interp: error: @%s takes other tensors than @%s\n", kernel->name.c_str(),
+                   first.name.c_str());
+      return 1;
+    }
+    std::vector<interp::Tensor> got = inputs;
+    std::string what = "@" + kernel->name;
+    if (!interpreter.run(*kernel, got)) {
+      std::printf("%s: failed\n", what.c_str());
+      ok = false;
+      continue;
+    }
+    if (kernel.get() == &first) {
+      std::printf("%s: reference computed\n", what.c_str());
+      reference = std::move(got);
+      continue;
+    }
+    if (reference.empty())
+      std::printf("%s: ran (the reference failed, nothing to compare with)\n", what.c_str());
+    else
+      ok = sameTensors(reference, got, what.c_str()) && ok;
+  }
+  return ok ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "tkc-interp: checks that every pass preserves a kernel's results\n");
+  std::setvbuf(stdout, nullptr, _IOLBF, 0); // results in order with the diagnostics on stderr
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
   SourceManager sources;
   DiagnosticEngine diags(sources);
@@ -91,13 +192,25 @@ int main(int argc, char **argv) {
     return 1;
   }
   uint32_t file = sources.addBuffer(inputPath, (*buffer)->getBuffer().str());
+  std::map<std::string, int64_t> symbols;
+  if (!parseSizes(symbols))
+    return 1;
+  if (llvm::StringRef(inputPath).ends_with(".tkir"))
+    return runIRFile(sources, file, diags, symbols);
+
   ast::File ast = parseFile(lexBuffer(sources, file, diags), diags);
   if (diags.hasErrors() || !sema::checkFile(ast, diags))
     return 1;
   std::unique_ptr<ir::Module> module = lowerToIR(ast, diags);
   const Target *target = Target::lookup(targetName);
+  if (!target)
+    diags.report({}, DiagId::UnknownTarget, targetName.getValue());
   if (!module || !target)
     return 1;
+  if (kernelName.empty()) {
+    std::fprintf(stderr, "tkc-interp: error: a .tk input needs --kernel\n");
+    return 1;
+  }
   ir::Kernel *kernel = nullptr;
   for (auto &k : module->kernels)
     if (k->name == kernelName)
@@ -105,15 +218,6 @@ int main(int argc, char **argv) {
   if (!kernel) {
     diags.report({}, DiagId::KernelNotFound, kernelName.getValue());
     return 1;
-  }
-  std::map<std::string, int64_t> symbols;
-  for (const std::string &entry : sizes) {
-    auto eq = entry.find('=');
-    if (eq == std::string::npos) {
-      std::fprintf(stderr, "tkc-interp: error: --size expects NAME=VALUE, not `%s`\n", entry.c_str());
-      return 1;
-    }
-    symbols[entry.substr(0, eq)] = std::stoll(entry.substr(eq + 1));
   }
   std::mt19937 rng(seed);
   std::string error;
@@ -123,10 +227,10 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  interp::Interpreter interpreter;
+  interp::Options options{static_cast<int64_t>(numSms), interleave};
   std::vector<interp::Tensor> reference = inputs;
-  if (auto failure = interpreter.run(*kernel, reference)) {
-    std::fprintf(stderr, "tkc-interp: error: after lower: %s\n", failure->c_str());
+  if (!interp::Interpreter(diags, options).run(*kernel, reference)) {
+    std::printf("lower: failed\n");
     return 1;
   }
   std::printf("lower: reference computed\n");
@@ -134,19 +238,15 @@ int main(int argc, char **argv) {
   for (auto &pass : createPipeline()) {
     if (!pass->run(*module, *target, diags) || !ir::verifyModule(*module, diags))
       return 1;
+    // Shared memory accesses are ordered by barriers from the barriers pass on.
+    options.checkBarriers = options.checkBarriers || std::string(pass->name()) == "barriers";
     std::vector<interp::Tensor> got = inputs;
-    if (auto failure = interpreter.run(*kernel, got)) {
-      std::printf("%s: not checked (%s)\n", pass->name(), failure->c_str());
-      continue;
+    // A pass whose output cannot run is as wrong as one that changes results.
+    if (!interp::Interpreter(diags, options).run(*kernel, got)) {
+      std::printf("%s: failed\n", pass->name());
+      return 1;
     }
-    double worst = 0;
-    for (size_t i = 0; i < got.size(); ++i)
-      worst = std::max(worst, compare(reference[i], got[i]));
-    // Passes may reassociate f32 sums (an accumulating mma) and so move a
-    // bf16 result by one rounding step.
-    bool same = !std::isnan(worst) && worst <= 1e-2;
-    std::printf("%s: %s (largest relative difference %.3g)\n", pass->name(), same ? "same" : "DIFFERENT", worst);
-    ok = ok && same;
+    ok = sameTensors(reference, got, pass->name()) && ok;
   }
   return ok ? 0 : 1;
 }

@@ -129,7 +129,7 @@ public:
         Op *load = streamed[i];
         std::vector<Value *> operands{buffers[i], it, full, load->operands[0]};
         for (size_t j = 1; j < load->operands.size(); ++j)
-          operands.push_back(cloneInto(pb, load->operands[j], pk, cloned));
+          operands.push_back(passes::cloneForIteration(pb, loop_, load->operands[j], pk, cloned));
         std::map<std::string, Attr> attrs{{"sizes", load->attrs.at("sizes")}};
         pb.setLoc(load->loc);
         pb.create(OpKind::TmaLoad, operands, {}, attrs);
@@ -262,24 +262,6 @@ private:
     Value *it = b.value(OpKind::Add, {rel, base}, scalarI32());
     it->nameHint = "it";
     return it;
-  }
-
-  /// Clones the scalar computation of `v` from the loop body into `b`, with
-  /// the induction variable replaced by `k`.
-  Value *cloneInto(Builder &b, Value *v, Value *k, std::map<Value *, Value *> &cloned) {
-    if (v == loop_.body->args[0].get())
-      return k;
-    Op *def = v->definingOp;
-    if (!def || def->parent != loop_.body.get())
-      return v;
-    if (auto it = cloned.find(v); it != cloned.end())
-      return it->second;
-    std::vector<Value *> operands;
-    for (Value *operand : def->operands)
-      operands.push_back(cloneInto(b, operand, k, cloned));
-    Value *copy = b.value(def->kind, operands, v->type, def->attrs);
-    copy->nameHint = v->nameHint;
-    return cloned[v] = copy;
   }
 
   static void removeDeadScalars(Block &body) {

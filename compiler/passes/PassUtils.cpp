@@ -78,6 +78,22 @@ Value *sharedRoot(Value *value) {
   return value;
 }
 
+Value *cloneForIteration(Builder &b, Op &loop, Value *v, Value *k, std::map<Value *, Value *> &cloned) {
+  if (v == loop.body->args[0].get())
+    return k;
+  Op *def = v->definingOp;
+  if (!def || def->parent != loop.body.get())
+    return v;
+  if (auto it = cloned.find(v); it != cloned.end())
+    return it->second;
+  std::vector<Value *> operands;
+  for (Value *operand : def->operands)
+    operands.push_back(cloneForIteration(b, loop, operand, k, cloned));
+  Value *copy = b.value(def->kind, operands, v->type, def->attrs);
+  copy->nameHint = v->nameHint;
+  return cloned[v] = copy;
+}
+
 int64_t sharedBufferBytes(const Type &type) {
   return type.numElements() * dtypeBytes(type.dtype) * std::max(type.stages, 1);
 }

@@ -3,6 +3,7 @@
 #include "ir/IR.h"
 
 #include <list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -41,6 +42,13 @@ ir::Value *sharedRoot(ir::Value *value);
 
 /// Bytes a shared-memory tile occupies: one slot per pipeline stage.
 int64_t sharedBufferBytes(const ir::Type &type);
+
+/// Clones, at `b`, the computation of `v` that lies in `loop`'s body, with
+/// its induction variable replaced by `k` (values from outside the body
+/// are used as they are), memoised in `cloned`: how a pipeline computes a
+/// copy's addresses for another iteration.
+ir::Value *cloneForIteration(ir::Builder &b, ir::Op &loop, ir::Value *v, ir::Value *k,
+                             std::map<ir::Value *, ir::Value *> &cloned);
 
 /// True if `op` is nested (at any depth) inside the body of `loop`.
 bool isInside(const ir::Op &op, const ir::Op &loop);

@@ -17,6 +17,7 @@
 //                                        }
 //                                        async_wait {pending = 0}
 #include "passes/Pass.h"
+#include "passes/PassUtils.h"
 
 #include <map>
 #include <set>
@@ -82,7 +83,7 @@ public:
       b.setLoc(loop_.loc);
       Value *k = b.value(OpKind::Add, {lo, p}, Type::scalar(DType::I32));
       Value *pred = b.value(OpKind::Lt, {k, hi}, Type::scalar(DType::I1));
-      issueCopies(b, loads, buffers, iv, k, p, pred);
+      issueCopies(b, loads, buffers, k, p, pred);
       b.create(OpKind::Yield, {}, {});
     }
 
@@ -107,7 +108,7 @@ public:
     Value *pred = issue.value(OpKind::Lt, {kNext, hi}, Type::scalar(DType::I1));
     Value *relNext = issue.value(OpKind::Sub, {kNext, lo}, Type::scalar(DType::I32));
     Value *slotNext = issue.value(OpKind::Rem, {relNext, count}, Type::scalar(DType::I32));
-    issueCopies(issue, loads, buffers, iv, kNext, slotNext, pred);
+    issueCopies(issue, loads, buffers, kNext, slotNext, pred);
 
     // The loads become views of the current slot.
     for (size_t i = 0; i < loads.size(); ++i) {
@@ -164,32 +165,14 @@ private:
     return true;
   }
 
-  /// Clones the scalar computation of `v` with the induction variable
-  /// replaced by `k`, memoised in `cloned`.
-  Value *cloneWith(Builder &b, Value *v, Value *iv, Value *k, std::map<Value *, Value *> &cloned) {
-    if (v == iv)
-      return k;
-    Op *def = v->definingOp;
-    if (!def || def->parent != loop_.body.get())
-      return v;
-    if (auto it = cloned.find(v); it != cloned.end())
-      return it->second;
-    std::vector<Value *> operands;
-    for (Value *operand : def->operands)
-      operands.push_back(cloneWith(b, operand, iv, k, cloned));
-    Value *copy = b.value(def->kind, operands, v->type, def->attrs);
-    copy->nameHint = v->nameHint;
-    return cloned[v] = copy;
-  }
-
-  void issueCopies(Builder &b, const std::vector<Op *> &loads, const std::vector<Value *> &buffers, Value *iv,
+  void issueCopies(Builder &b, const std::vector<Op *> &loads, const std::vector<Value *> &buffers,
                    Value *k, Value *slot, Value *pred) {
     std::map<Value *, Value *> cloned;
     for (size_t i = 0; i < loads.size(); ++i) {
       Op *load = loads[i];
       std::vector<Value *> operands{buffers[i], slot, pred, load->operands[0]};
       for (size_t j = 1; j < load->operands.size(); ++j)
-        operands.push_back(cloneWith(b, load->operands[j], iv, k, cloned));
+        operands.push_back(passes::cloneForIteration(b, loop_, load->operands[j], k, cloned));
       std::map<std::string, Attr> attrs;
       for (const char *name : {"sizes", "checked"})
         if (load->hasAttr(name))

@@ -10,18 +10,20 @@
 //
 //   store %C, %x, %row, %col {epilogue = "tma"}
 // becomes
-//   tma_store_wait {pending = 0, read = 1}     // the last copy has read %stage
+//   tma_store_wait {pending = S - 1, read = 1} // the slot's last copy has read it
 //   warpgroup_barrier
-//   smem_store %stage, %x
+//   smem_store %slot, %x
 //   fence_proxy_async                          // the writes, visible to the copy
 //   warpgroup_barrier
-//   tma_store %stage, %C, %row, %col
+//   tma_store %slot, %C, %row, %col
 // and after the tile loop, `tma_store_wait {pending = 0, read = 0}` so that
 // no copy is in flight when the block exits.
 //
-// The staging tile is a buffer of its own, allocated with the pipeline's.
-// When it holds only `staging_cols` columns of the tile, the sequence runs
-// once per column window (`first_col`), each store going to its columns.
+// The staging tile is a buffer of its own, allocated with the pipeline's:
+// `staging_cols` columns as a ring of 64-column slots. The sequence above
+// runs once per 64-column window of the tile (`first_col`), each through
+// the next slot and to its own columns, waiting only for the copy that last
+// read that slot.
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
@@ -29,6 +31,9 @@ namespace tkc {
 namespace {
 
 using namespace ir;
+
+/// Bytes of one row of a 128-byte-swizzled panel.
+constexpr int64_t kPanelBytes = 128;
 
 /// The persistent tile loop of a consumer role that `op` sits in, or null.
 Op *consumerTileLoop(Op &op) {
@@ -58,25 +63,39 @@ void rewrite(Kernel &kernel, Op &store, Op &tileLoop) {
       at = std::next(it);
   Builder alloc(kernel.body, at);
   alloc.setLoc(store.loc);
+  // The staging tile is a ring of one-panel slots: window w of the tile
+  // goes through slot w % slots, so writing one window overlaps the copy
+  // engine reading the ones before; a slot is rewritten once the copy that
+  // last read it is done (the `slots - 1` copies issued since may still be).
+  int64_t panel = kPanelBytes / dtypeBytes(value->type.dtype);
   int64_t cols = store.intAttr("staging_cols", value->type.shape[1]);
-  Type stagingType = Type::tile(value->type.dtype, {value->type.shape[0], cols}, MemSpace::Shared,
-                                {LayoutKind::Swizzle128, 1, 1});
+  int64_t slots = std::max<int64_t>(1, cols / panel);
+  Type slotType = Type::tile(value->type.dtype, {value->type.shape[0], panel}, MemSpace::Shared,
+                             {LayoutKind::Swizzle128, 1, 1});
+  Type stagingType = slotType;
+  if (slots > 1)
+    stagingType.stages = static_cast<int>(slots);
   Value *staging = alloc.value(OpKind::SmemAlloc, {}, stagingType);
   staging->nameHint = "c_stage";
 
   Builder b(*store.parent, passes::positionOf(store));
   b.setLoc(store.loc);
-  for (int64_t first = 0; first < value->type.shape[1]; first += cols) {
-    b.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(int64_t(0))}, {"read", Attr(int64_t(1))}});
+  for (int64_t first = 0, window = 0; first < value->type.shape[1]; first += panel, ++window) {
+    Value *slot = staging;
+    if (slots > 1) {
+      slot = b.value(OpKind::StageView, {staging, b.constInt(window % slots)}, slotType);
+      slot->nameHint = "c_slot";
+    }
+    b.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(slots - 1)}, {"read", Attr(int64_t(1))}});
     b.create(OpKind::WarpgroupBarrier, {}, {});
-    b.create(OpKind::SmemStore, {staging, value}, {}, {{"first_col", Attr(first)}});
+    b.create(OpKind::SmemStore, {slot, value}, {}, {{"first_col", Attr(first)}});
     b.create(OpKind::FenceProxyAsync, {}, {});
     b.create(OpKind::WarpgroupBarrier, {}, {});
-    std::vector<Value *> operands{staging, global};
+    std::vector<Value *> operands{slot, global};
     operands.insert(operands.end(), offsets.begin(), offsets.end());
     if (first > 0)
       operands.back() = b.value(OpKind::Add, {offsets.back(), b.constInt(first)}, offsets.back()->type);
-    b.create(OpKind::TmaStore, operands, {}, {{"sizes", Attr(stagingType.shape)}});
+    b.create(OpKind::TmaStore, operands, {}, {{"sizes", Attr(slotType.shape)}});
   }
   store.parent->ops.erase(passes::positionOf(store));
 

@@ -192,7 +192,7 @@ public:
         Value *prev = at.value(OpKind::Sub, {it, at.constInt(1)}, scalarI32());
         Value *hasPrev = at.value(OpKind::Gt, {it, base}, Type::scalar(DType::I1));
         at.create(OpKind::MbarrierArrive, {empty, prev, hasPrev}, {});
-      } else if (!deferredArg || body.args[1 + resultIndex(yield, mma->result())].get() != deferredArg) {
+      } else if (!isDeferred(yield, body, mma->result(), deferredArg)) {
         at.create(OpKind::WgmmaWait, {next}, {}, {{"pending", Attr(int64_t(0))}});
       }
       replaceAllUsesIn(body, mma->result(), next);
@@ -242,11 +242,13 @@ public:
   }
 
 private:
-  static size_t resultIndex(const Op &yield, const Value *v) {
+  /// Whether `v` is the product left in flight: the one yielded for the
+  /// loop-carried value `deferredArg`.
+  static bool isDeferred(const Op &yield, const Block &body, const Value *v, const Value *deferredArg) {
     for (size_t i = 0; i < yield.operands.size(); ++i)
       if (yield.operands[i] == v)
-        return i;
-    return yield.operands.size();
+        return deferredArg && body.args[1 + i].get() == deferredArg;
+    return false;
   }
 
   Value *staged(Builder &b, Op *load, int64_t stages, const std::string &fallback) {

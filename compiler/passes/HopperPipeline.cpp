@@ -16,6 +16,16 @@
 //                                       wgmma_commit; wgmma_wait 1; arrive empty[it - 1]
 //                                   wgmma_wait 0; arrive empty[last]
 //
+// That is the schedule of a loop with one accumulating product (a GEMM).
+// A loop of several products with work between them (attention) keeps its
+// body; each product there is waited for right after it is issued, except
+// one that only feeds the next iteration (the output accumulator): it stays
+// in flight until the next iteration first reads it, after issuing that
+// iteration's first product, and the slot it read is released there. Tiles
+// that the products read but that were loaded once before the loop
+// (resident: the query tile) are copied by the producer first, on a
+// barrier of their own (`once`), and the consumer waits for them once.
+//
 // The two loops only work when they run in different warps at once:
 // warp-specialize places them. The iteration number is `k - lo + base`
 // with `base` a constant 0 (named `it_base`) that warp-specialize replaces

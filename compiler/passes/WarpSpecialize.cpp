@@ -15,6 +15,11 @@
 //     numbers continue from tile to tile (`it_base` = tiles done so far x
 //     iterations per tile), so the producer runs ahead across tiles while
 //     the consumers store the previous one.
+//   * A kernel with tiles copied once per block (attention's query tile),
+//     or whose grid uses a third dimension, keeps its grid: the roles run
+//     once per block (specializeInPlace), and the register tiles set up
+//     before the loops move into the consumer role, whose warps they are
+//     laid out over.
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 

@@ -54,6 +54,15 @@ __device__ __forceinline__ void warpgroup_sync(int id) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
 }
 
+/// Waits at named barrier `id` until `threads` threads (this warp's
+/// included) have arrived; bar.arrive below arrives without waiting.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 /// Writes 32 bits to shared memory at byte address `addr`.
 __device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t value) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(value) : "memory");

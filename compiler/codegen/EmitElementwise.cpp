@@ -278,8 +278,8 @@ bool KernelEmitter::emitConvert(const Op &op) {
     packed = def->operands[0];
     fromFloat = true;
   }
-  if (!fromFloat) {
-    packed = src;
+  if (!fromFloat || identityOps_.count(columnMask)) {
+    packed = fromFloat ? packed : src;
     columnMask = nullptr;
   }
   std::string pack = fromFloat ? (src->type.dtype == DType::BF16 ? "tkc::pack_bf16" : "tkc::pack_f16") : "tkc::pack2";

@@ -97,7 +97,8 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     std::string parity = fmt::format("({}) / {} % 2", it, bars->type.shape[0]);
     if (op.intAttr("release"))
       parity += " ^ 1"; // the slot's previous use: immediately done on the first round
-    out_.line("while (!tkc::mbarrier_try_wait({}, {})) {{}}", barrierAddress(bars, it), parity);
+    std::string guard = op.operands.size() == 3 ? fmt::format("if ({}) ", scalar(op.operands[2])) : "";
+    out_.line("{}while (!tkc::mbarrier_try_wait({}, {})) {{}}", guard, barrierAddress(bars, it), parity);
     return true;
   }
   case OpKind::MbarrierArrive: {
@@ -155,6 +156,20 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
   case OpKind::WarpgroupBarrier:
     out_.line("tkc::warpgroup_sync(1 + warp / 4);");
     return true;
+  case OpKind::TurnWait:
+  case OpKind::TurnPass: {
+    // Consumer warpgroup c (warpgroups 1..G; 0 is the producer) waits on
+    // named barrier 8 + c - 1 and passes the turn to the next one's; each
+    // barrier meets the 128 threads that wait and the 128 that pass.
+    int consumers = kernel_.warps / 4 - 1;
+    std::string only = op.strAttr("only", "all");
+    std::string guard = only == "first" ? "if (warp / 4 == 1) " : only == "last" ? fmt::format("if (warp / 4 == {}) ", consumers) : "";
+    if (op.kind == OpKind::TurnWait)
+      out_.line("{}tkc::named_barrier_sync(8 + warp / 4 - 1, 256);", guard);
+    else
+      out_.line("{}tkc::named_barrier_arrive(8 + warp / 4 % {}, 256);", guard, consumers);
+    return true;
+  }
   case OpKind::TmaStore:
     return emitTmaStore(op);
   case OpKind::TmaStoreWait:
@@ -291,6 +306,9 @@ bool KernelEmitter::emitWgmma(const Op &op) {
                              // [K, N], N-major: panels of 64 columns, K rows each; a k16 step is 16 rows down.
                              : fmt::format("tkc::wgmma_desc_sw128({} + kk * {}, {}, 1024)", name(b),
                                            16 * kPanelRowBytes, k * kPanelRowBytes);
+  bool predicated = op.operands.size() == 4;
+  if (predicated)
+    out_.open(fmt::format("if ({})", scalar(op.operands[3])));
   out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", k / 16));
   if (aInRegisters) {
     // The warp's A fragment of the k16 step, as mma.sync would take it.
@@ -302,6 +320,8 @@ bool KernelEmitter::emitWgmma(const Op &op) {
     out_.line("tkc::wgmma_m64n{}k16_f32_{}<{}>({}, {}, {});", n, type, transB ? 0 : 1, name(c), descA, descB);
   }
   out_.close();
+  if (predicated)
+    out_.close();
   return true;
 }
 

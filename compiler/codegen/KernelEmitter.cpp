@@ -191,6 +191,10 @@ void KernelEmitter::emitBlock(const Block &block) {
 bool KernelEmitter::emitOp(const Op &op) {
   if (absorbed_.count(&op))
     return true;
+  if (identityOps_.count(&op)) {
+    names_[op.result()] = name(op.operands[op.kind == OpKind::Mask ? 0 : 1]);
+    return true;
+  }
   if (op.kind != OpKind::Const && op.kind != OpKind::BlockId && op.kind != OpKind::Yield && op.kind != OpKind::Grid)
     comment(op);
   switch (op.kind) {
@@ -254,6 +258,7 @@ bool KernelEmitter::emitOp(const Op &op) {
   case OpKind::WgmmaCommit: case OpKind::WgmmaWait: case OpKind::WarpgroupRole:
   case OpKind::WarpgroupRoleEnd: case OpKind::GridSize: case OpKind::NumSms: case OpKind::SmemStore:
   case OpKind::FenceProxyAsync: case OpKind::WarpgroupBarrier: case OpKind::TmaStore: case OpKind::TmaStoreWait:
+  case OpKind::TurnWait: case OpKind::TurnPass:
     return emitHopperOp(op); // EmitHopper.cpp
   default:
     break;
@@ -314,7 +319,16 @@ void KernelEmitter::emitFor(const Op &op) {
     out_.line("#pragma unroll 1");
   out_.open(fmt::format("for (int {} = {}; {} < {}; {} += {})", iv, scalar(op.operands[0]), iv, scalar(op.operands[1]),
                         iv, scalar(op.operands[2])));
-  emitBlock(body);
+  emitLoopBody(op, body.ops.begin(), true); // EmitUnswitch.cpp
+  out_.close();
+}
+
+/// The end of an iteration: the loop-carried variables take the yielded values.
+void KernelEmitter::emitYield(const Op &op) {
+  const Block &body = *op.body;
+  std::vector<std::string> carried;
+  for (size_t i = 0; i < op.results.size(); ++i)
+    carried.push_back(names_.at(body.args[1 + i].get()));
   const Op &yield = *body.ops.back();
   // A yielded value that is itself a loop-carried variable must be read
   // before any carried variable is overwritten.
@@ -346,7 +360,6 @@ void KernelEmitter::emitFor(const Op &op) {
       out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", count, carried[i], sources[i]);
     }
   }
-  out_.close();
 }
 
 } // namespace tkc::codegen

@@ -51,6 +51,7 @@ private:
   void emitBlock(const ir::Block &block);
   bool emitOp(const ir::Op &op);
   void emitFor(const ir::Op &op);
+  void emitYield(const ir::Op &loop);
   void emitScalar(const ir::Op &op);
   std::string name(const ir::Value *v);
   std::string declareName(const ir::Value *v);
@@ -74,6 +75,19 @@ private:
   /// converted to float when `asFloat`.
   std::string element(const ir::Value *v, const std::string &flat, bool asFloat);
   void declareTile(const ir::Value *v);
+
+  // EmitUnswitch.cpp
+  /// Emits the loop body from `from` and the yield; with `split`, from the
+  /// first mask on twice: masks dropped on interior tiles, and as written.
+  void emitLoopBody(const ir::Op &loop, ir::Block::OpList::const_iterator from, bool split);
+  bool isMaskLike(const ir::Op &op) const;
+  /// The block-uniform conditions under which the masks from `from` on are
+  /// identities (those whose inputs are known before `from`), collected
+  /// into `identities`.
+  std::vector<std::string> maskFreeConditions(const ir::Block &body, ir::Block::OpList::const_iterator from,
+                                              std::set<const ir::Op *> &identities);
+  /// Masks emitted as their unmasked input (the interior-tile copy of a body).
+  std::set<const ir::Op *> identityOps_;
 
   // EmitMemory.cpp
   GlobalAccess describeAccess(const ir::Op &op, const ir::Value *global, size_t firstOffset);

@@ -118,8 +118,11 @@ Machine::Status Machine::execMbarrierExpectTx(Context &ctx, const Op &op) {
 }
 
 Machine::Status Machine::execMbarrierWait(Context &ctx, const Op &op) {
-  if (op.operands.size() != 2)
-    return fail(op, DiagId::InterpMalformedOp, "mbarrier_wait", "it takes an #mbarrier buffer and an iteration");
+  if (op.operands.size() != 2 && op.operands.size() != 3)
+    return fail(op, DiagId::InterpMalformedOp, "mbarrier_wait",
+                "it takes an #mbarrier buffer, an iteration and an optional predicate");
+  if (op.operands.size() == 3 && get(ctx, op.operands[2]).scalar == 0)
+    return Status::Next;
   int64_t it = static_cast<int64_t>(get(ctx, op.operands[1]).scalar);
   std::string name;
   Mbarrier *bar = barrierOf(ctx, op, 0, it, name);
@@ -348,8 +351,14 @@ void Machine::writeStore(PendingStore &store) {
 // --- wgmma -------------------------------------------------------------------
 
 Machine::Status Machine::execWgmma(Context &ctx, const Op &op) {
-  if (op.operands.size() != 3 || op.results.size() != 1)
-    return fail(op, DiagId::InterpMalformedOp, "wgmma", "it takes a, b and an accumulator and gives one result");
+  if ((op.operands.size() != 3 && op.operands.size() != 4) || op.results.size() != 1)
+    return fail(op, DiagId::InterpMalformedOp, "wgmma",
+                "it takes a, b, an accumulator and an optional predicate and gives one result");
+  // Not issued: the result is the accumulator as it was.
+  if (op.operands.size() == 4 && get(ctx, op.operands[3]).scalar == 0) {
+    ctx.values[op.result()] = get(ctx, op.operands[2]);
+    return Status::Next;
+  }
   const Type &type = op.result()->type;
   bool transB = op.intAttr("trans_b") != 0;
   const std::vector<int64_t> &aShape = op.operands[0]->type.shape, &bShape = op.operands[1]->type.shape;

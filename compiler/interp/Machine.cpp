@@ -261,6 +261,10 @@ Machine::Status Machine::exec(Context &ctx, const Op &op) {
   case OpKind::TmaStoreWait: return finish(ctx, op, execTmaStoreWait(ctx, op));
   case OpKind::GridSize: return finish(ctx, op, execGridSize(ctx, op));
   case OpKind::NumSms: return finish(ctx, op, execNumSms(ctx, op));
+  // One context runs all the warpgroups of a role: turns between them only
+  // order their issue points, which a single context already does.
+  case OpKind::TurnWait:
+  case OpKind::TurnPass: return finish(ctx, op, Status::Next);
   }
   // An op added to OpKinds.def without a case above (-Wswitch names it).
   return fail(op, DiagId::InterpUnsupportedOp, mnemonicOf(op.kind));

@@ -53,8 +53,9 @@ struct Op {
 };
 
 struct Block {
+  using OpList = std::list<std::unique_ptr<Op>>;
   std::vector<std::unique_ptr<Value>> args;
-  std::list<std::unique_ptr<Op>> ops;
+  OpList ops;
   Op *parentOp = nullptr;
 
   Value *addArg(Type type, std::string nameHint = "");

@@ -564,6 +564,15 @@ std::string checkOpRules(const Op &op) {
     if (auto error = checkIntAttr(op, "read", Presence::Required, 0, 1); !error.empty())
       return error;
     return checkIntAttr(op, "pending", Presence::Required, 0, 8);
+  case OpKind::TurnWait:
+  case OpKind::TurnPass: {
+    if (auto error = checkCounts(op, 0, 0); !error.empty())
+      return error;
+    std::string only = op.strAttr("only", "all");
+    if (only != "all" && only != "first" && only != "last")
+      return fmt::format("attribute `only` must be \"first\" or \"last\", not \"{}\"", only);
+    return "";
+  }
   default:
     // Ops without a row in README.md's table have no rules here yet; the
     // structural checks (dominance, placement, types) still apply to them.

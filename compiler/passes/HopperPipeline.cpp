@@ -21,7 +21,10 @@
 // body; each product there is waited for right after it is issued, except
 // one that only feeds the next iteration (the output accumulator): it stays
 // in flight until the next iteration first reads it, after issuing that
-// iteration's first product, and the slot it read is released there. Tiles
+// iteration's first product, and the slot it read is released there. With
+// exactly two products (scores, then the accumulator), the accumulator's
+// product moves one iteration later, behind the next scores, so that the
+// softmax between them overlaps it (see rotateDeferred). Tiles
 // that the products read but that were loaded once before the loop
 // (resident: the query tile) are copied by the producer first, on a
 // barrier of their own (`once`), and the consumer waits for them once.
@@ -185,6 +188,7 @@ public:
             deferredArg = body.args[1 + i].get();
             deferredResult = loop_.results[i].get();
           }
+    std::vector<Value *> issued;
     for (Op *mma : mmas) {
       // mma -> fence, wgmma, commit, and a wait: for the previous group
       // (chain) or for this one.
@@ -207,7 +211,9 @@ public:
       }
       replaceAllUsesIn(body, mma->result(), next);
       passes::eraseOp(*mma);
+      issued.push_back(next);
     }
+    Op *deferredWait = nullptr;
     if (deferredArg) {
       Op *firstUse = nullptr;
       for (auto &op : body.ops) {
@@ -219,7 +225,7 @@ public:
       }
       Builder at(body, firstUse ? passes::positionOf(*firstUse) : std::prev(body.ops.end()));
       at.setLoc(loop_.loc);
-      at.create(OpKind::WgmmaWait, {deferredArg}, {}, {{"pending", Attr(int64_t(0))}});
+      deferredWait = at.create(OpKind::WgmmaWait, {deferredArg}, {}, {{"pending", Attr(int64_t(0))}});
       Value *prev = at.value(OpKind::Sub, {it, at.constInt(1)}, scalarI32());
       Value *hasPrev = at.value(OpKind::Gt, {it, base}, Type::scalar(DType::I1));
       at.create(OpKind::MbarrierArrive, {empty, prev, hasPrev}, {});
@@ -238,20 +244,174 @@ public:
     removeDeadScalars(outer);
     if (!chain && !deferredArg)
       return;
+    Value *last = chain ? loop_.result() : deferredResult;
+    if (deferredWait && issued.size() == 2 && isDeferred(yield, body, issued[1], deferredArg))
+      if (Value *rotated = rotateDeferred(*issued[0]->definingOp, *issued[1]->definingOp, *deferredWait,
+                                          deferredArg, deferredResult)) {
+        last = rotated;
+        if (consumerWarps >= 8)
+          takeTurns(*issued[0]->definingOp, *rotated->definingOp);
+      }
 
     // After the loop: the last group, then release the last slot.
-    Builder after(outer, std::next(passes::positionOf(loop_)));
+    Builder after(outer, last == deferredResult || chain ? std::next(passes::positionOf(loop_))
+                                                        : std::next(passes::positionOf(*last->definingOp), 2));
     after.setLoc(loop_.loc);
-    after.create(OpKind::WgmmaWait, {chain ? loop_.result() : deferredResult}, {}, {{"pending", Attr(int64_t(0))}});
+    after.create(OpKind::WgmmaWait, {last}, {}, {{"pending", Attr(int64_t(0))}});
     Value *count = after.value(OpKind::Sub, {hi, lo}, scalarI32());
     Value *lastRel = after.value(OpKind::Sub, {count, after.constInt(1)}, scalarI32());
-    Value *last = after.value(OpKind::Add, {lastRel, base}, scalarI32());
-    last->nameHint = "it_last";
+    Value *lastIt = after.value(OpKind::Add, {lastRel, base}, scalarI32());
+    lastIt->nameHint = "it_last";
     Value *any = after.value(OpKind::Gt, {count, after.constInt(0)}, Type::scalar(DType::I1));
-    after.create(OpKind::MbarrierArrive, {empty, last, any}, {});
+    after.create(OpKind::MbarrierArrive, {empty, lastIt, any}, {});
   }
 
 private:
+  /// Software-pipelines the deferred product (the output accumulator,
+  /// acc = g(acc) + p @ v) one iteration later, behind the next
+  /// iteration's first product (the scores), so that the work between the
+  /// scores and the accumulator's next use (the softmax) overlaps it:
+  ///
+  ///   before                          after
+  ///   for k (acc) {                   for k (acc, p = 0) {
+  ///     s = wgmma q, k[k]; wait 0       s = wgmma q, k[k]; commit
+  ///                                     acc = wgmma p, v[k - 1], acc if k > lo; commit
+  ///     ...softmax(s) -> p...           wait 1 (s); ...softmax(s) -> p...
+  ///     wait 0 (acc)                    wait 0 (acc)
+  ///     acc = wgmma p, v[k], g(acc)     yield g(acc), p
+  ///   }                               }
+  ///                                   acc = wgmma p, v[hi - 1], acc if lo < hi; commit
+  ///
+  /// Nothing stays in flight across iterations, and each wait sees the
+  /// groups of its own iteration. Returns the accumulator after the loop,
+  /// or null when the loop does not have this shape (the product's slot
+  /// must depend only on the induction variable, the step must be 1, and
+  /// the scores must be waited for before the accumulator).
+  Value *rotateDeferred(Op &first, Op &deferred, Op &deferredWait, Value *deferredArg, Value *deferredResult) {
+    Block &body = *loop_.body;
+    Value *lo = loop_.operands[0], *hi = loop_.operands[1];
+    if (passes::constantIntOf(loop_.operands[2]) != 1 || dependsOnCarried(deferred.operands[1]))
+      return nullptr;
+    auto firstCommit = std::next(passes::positionOf(first));
+    auto firstWait = std::next(firstCommit);
+    auto fence = std::prev(passes::positionOf(deferred));
+    auto commit = std::next(passes::positionOf(deferred));
+    if ((*firstCommit)->kind != OpKind::WgmmaCommit || (*firstWait)->kind != OpKind::WgmmaWait ||
+        (*fence)->kind != OpKind::WgmmaFence || (*commit)->kind != OpKind::WgmmaCommit)
+      return nullptr;
+    bool waitsFirst = false;
+    for (auto op = firstWait; op != body.ops.end(); ++op) {
+      if (op->get() == &deferredWait)
+        break;
+      waitsFirst |= std::find((*op)->operands.begin(), (*op)->operands.end(), first.result()) != (*op)->operands.end();
+    }
+    if (!waitsFirst)
+      return nullptr;
+
+    // The product's A operand of iteration k - 1 is carried in (zeros before
+    // the first iteration, when nothing is issued).
+    Value *a = deferred.operands[0], *b = deferred.operands[1], *scaled = deferred.operands[2];
+    std::map<std::string, Attr> attrs = deferred.attrs;
+    SourceLocation loc = deferred.loc;
+    Value *carriedA = a;
+    Op &yield = *body.ops.back();
+    if (a->definingOp && a->definingOp->parent == &body) {
+      Builder pre(*loop_.parent, passes::positionOf(loop_));
+      pre.setLoc(deferred.loc);
+      Value *zeros = pre.value(OpKind::Fill, {}, a->type, {{"value", Attr(0.0)}});
+      carriedA = addCarried(zeros, a, a->nameHint.empty() ? "a_prev" : a->nameHint + "_prev");
+      yield.operands.push_back(a);
+    }
+
+    // Iteration k issues k - 1's product right behind its scores.
+    Builder at(body, std::next(firstCommit));
+    at.setLoc(deferred.loc);
+    Value *k = body.args[0].get();
+    Value *hasPrev = at.value(OpKind::Gt, {k, lo}, Type::scalar(DType::I1));
+    // (clamped so that the first iteration, which issues nothing, still
+    // names a valid slot)
+    Value *prevK = at.value(OpKind::Max, {at.value(OpKind::Sub, {k, at.constInt(1)}, scalarI32()), lo}, scalarI32());
+    std::map<Value *, Value *> cloned;
+    Value *prevB = passes::cloneForIteration(at, loop_, b, prevK, cloned);
+    at.create(OpKind::WgmmaFence, {}, {});
+    Value *accumulated = at.value(OpKind::Wgmma, {carriedA, prevB, deferredArg, hasPrev}, deferredArg->type, attrs);
+    accumulated->nameHint = deferredArg->nameHint;
+    at.create(OpKind::WgmmaCommit, {}, {});
+    (*firstWait)->attrs["pending"] = Attr(int64_t(1));
+    for (auto op = std::next(passes::positionOf(*accumulated->definingOp)); op != body.ops.end(); ++op)
+      std::replace((*op)->operands.begin(), (*op)->operands.end(), deferredArg, accumulated);
+    std::replace(yield.operands.begin(), yield.operands.end(), deferred.result(), scaled);
+    body.ops.erase(commit);
+    body.ops.erase(fence);
+    passes::eraseOp(deferred);
+
+    // The last iteration's product, after the loop.
+    Block &outer = *loop_.parent;
+    Builder after(outer, std::next(passes::positionOf(loop_)));
+    after.setLoc(loc);
+    Value *lastA = carriedA == a ? a : loop_.results.back().get();
+    Value *any = after.value(OpKind::Lt, {lo, hi}, Type::scalar(DType::I1));
+    Value *lastK = after.value(OpKind::Sub, {hi, after.constInt(1)}, scalarI32());
+    cloned.clear();
+    Value *lastB = passes::cloneForIteration(after, loop_, b, lastK, cloned);
+    after.create(OpKind::WgmmaFence, {}, {});
+    Value *final = after.value(OpKind::Wgmma, {lastA, lastB, deferredResult, any}, deferredResult->type, attrs);
+    final->nameHint = deferredResult->nameHint;
+    after.create(OpKind::WgmmaCommit, {}, {});
+    for (auto op = std::next(passes::positionOf(*final->definingOp)); op != outer.ops.end(); ++op) {
+      std::replace((*op)->operands.begin(), (*op)->operands.end(), deferredResult, final);
+      if ((*op)->body)
+        replaceAllUsesIn(*(*op)->body, deferredResult, final);
+    }
+    if (b->definingOp && b->definingOp->parent == &body && passes::countUses(body)[b] == 0)
+      passes::eraseOp(*b->definingOp);
+    return final;
+  }
+
+  /// The consumer warpgroups take turns issuing their products, so that
+  /// one's softmax runs while the tensor cores work for the other (left to
+  /// themselves, they fall into step and wait for the tensor cores at the
+  /// same time). The turn passes in a ring; the last warpgroup hands the
+  /// first one its first turn, and the first takes back the last hand-over
+  /// after the loop, so every barrier phase completes.
+  void takeTurns(Op &first, Op &finalProduct) {
+    Block &body = *loop_.body;
+    Block &outer = *loop_.parent;
+    Builder(outer, passes::positionOf(loop_)).create(OpKind::TurnPass, {}, {}, {{"only", Attr(std::string("last"))}});
+    Builder(body, std::prev(passes::positionOf(first))).create(OpKind::TurnWait, {}, {});
+    // After the second product's commit: the first wgmma_commit after `first`'s.
+    auto commit = std::next(passes::positionOf(first));
+    commit = std::find_if(std::next(commit), body.ops.end(),
+                          [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::WgmmaCommit; });
+    Builder(body, std::next(commit)).create(OpKind::TurnPass, {}, {});
+    Builder(outer, std::prev(passes::positionOf(finalProduct)))
+        .create(OpKind::TurnWait, {}, {}, {{"only", Attr(std::string("first"))}});
+  }
+
+  /// Adds a loop-carried value that starts as `init` and is `like` in the
+  /// body; returns the body argument.
+  Value *addCarried(Value *init, Value *like, const std::string &name) {
+    Value *arg = loop_.body->addArg(like->type, name);
+    loop_.operands.push_back(init);
+    auto result = std::make_unique<Value>();
+    result->type = like->type;
+    result->nameHint = name;
+    result->definingOp = &loop_;
+    result->index = static_cast<unsigned>(loop_.results.size());
+    loop_.results.push_back(std::move(result));
+    return arg;
+  }
+
+  /// Whether `v` is computed in the loop body from a loop-carried value.
+  bool dependsOnCarried(Value *v) const {
+    if (v->ownerBlock == loop_.body.get())
+      return v != loop_.body->args[0].get();
+    Op *def = v->definingOp;
+    if (!def || def->parent != loop_.body.get())
+      return false;
+    return std::any_of(def->operands.begin(), def->operands.end(), [&](Value *o) { return dependsOnCarried(o); });
+  }
+
   /// Whether `v` is the product left in flight: the one yielded for the
   /// loop-carried value `deferredArg`.
   static bool isDeferred(const Op &yield, const Block &body, const Value *v, const Value *deferredArg) {

@@ -33,7 +33,7 @@ namespace {
 
 using namespace ir;
 
-constexpr int kProducerRegisters = 40;
+constexpr int kProducerRegisters = 24;
 constexpr int kMaxRegisters = 240;
 constexpr int kRegisterFile = 65536;
 constexpr int64_t kGroupRows = 16;

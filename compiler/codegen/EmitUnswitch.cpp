@@ -1,0 +1,121 @@
+// Loop bodies whose masks only matter on boundary tiles.
+//
+// A `mask` (tail of a tensor) or a `select` on index comparisons (a causal
+// mask) changes nothing on most tiles of a loop: only the last key tile
+// reaches past the end, only the diagonal block straddles it. Written as a
+// test per element, the compiler turns each into a compare and a select
+// that every iteration pays for; written behind a branch each, the body is
+// cut into small blocks that the instruction scheduler cannot interleave.
+// So the body is emitted twice from the first such op on: once without
+// them, under the block-uniform condition that they are all identities,
+// and once as written. The split waits for a mask with at most two
+// products after it: where more follow, the masks are a small share of
+// the work, and twice the code costs registers (the sm_80 dK/dV kernel
+// spilled when split before its first product).
+#include "codegen/KernelEmitter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace tkc::codegen {
+
+using namespace ir;
+
+namespace {
+
+/// The scalars an index expression (sums and differences of scalars and
+/// `iota`s) is made of; false if `v` is not one.
+bool scalarLeaves(const Value *v, std::vector<const Value *> &leaves) {
+  if (v->type.isScalar()) {
+    leaves.push_back(v);
+    return true;
+  }
+  const Op *def = v->definingOp;
+  if (!def)
+    return false;
+  if (def->kind == OpKind::Iota)
+    return true;
+  if (def->kind != OpKind::Add && def->kind != OpKind::Sub)
+    return false;
+  return scalarLeaves(def->operands[0], leaves) && scalarLeaves(def->operands[1], leaves);
+}
+
+} // namespace
+
+std::vector<std::string> KernelEmitter::maskFreeConditions(const Block &body, Block::OpList::const_iterator from,
+                                                          std::set<const Op *> &identities) {
+  std::map<const Op *, int> position;
+  int at = 0;
+  for (auto &op : body.ops)
+    position[op.get()] = at++;
+  int start = position[from->get()];
+  // Scalars computed before the branch can be tested there.
+  auto available = [&](const Value *v) {
+    const Op *def = v->definingOp;
+    return !def || def->parent != &body || position[def] < start;
+  };
+  std::vector<std::string> conditions;
+  for (auto it = from; it != body.ops.end(); ++it) {
+    const Op &op = **it;
+    std::vector<const Value *> leaves;
+    std::optional<std::string> condition;
+    if (op.kind == OpKind::Mask && op.operands[1]->type.isScalar()) {
+      leaves.push_back(op.operands[1]);
+      condition = fmt::format("{} >= {}", scalar(op.operands[1]), op.result()->type.shape[op.intAttr("axis")]);
+    } else if (op.kind == OpKind::Select && op.operands[0]->type.isTile() &&
+               op.operands[1]->type == op.result()->type) {
+      const Op *compare = op.operands[0]->definingOp;
+      if (!compare || compare->operands.size() != 2 || !scalarLeaves(compare->operands[0], leaves) ||
+          !scalarLeaves(compare->operands[1], leaves))
+        continue;
+      condition = wholeTileCondition(op.operands[0]);
+    }
+    if (!condition || !std::all_of(leaves.begin(), leaves.end(), available))
+      continue;
+    identities.insert(&op);
+    std::string term = "(" + *condition + ")";
+    if (std::find(conditions.begin(), conditions.end(), term) == conditions.end())
+      conditions.push_back(term);
+  }
+  return conditions;
+}
+
+bool KernelEmitter::isMaskLike(const Op &op) const {
+  return op.kind == OpKind::Mask || (op.kind == OpKind::Select && op.operands[0]->type.isTile());
+}
+
+void KernelEmitter::emitLoopBody(const Op &loop, Block::OpList::const_iterator from, bool split) {
+  const Block &body = *loop.body;
+  for (auto it = from; it != body.ops.end(); ++it) {
+    if (split && isMaskLike(**it) &&
+        std::count_if(it, body.ops.end(), [](const std::unique_ptr<Op> &op) {
+          return op->kind == OpKind::Mma || op->kind == OpKind::Wgmma;
+        }) <= 2) {
+      std::set<const Op *> identities;
+      std::vector<std::string> conditions = maskFreeConditions(body, it, identities);
+      if (!conditions.empty()) {
+        std::string all = conditions[0];
+        for (size_t i = 1; i < conditions.size(); ++i)
+          all += " && " + conditions[i];
+        out_.open(fmt::format("if ({})", all));
+        out_.line("// an interior tile: the masks below change nothing");
+        std::set<const Op *> saved = std::move(identityOps_);
+        identityOps_ = identities;
+        emitLoopBody(loop, it, false);
+        identityOps_ = std::move(saved);
+        out_.dedent();
+        out_.open("} else");
+        emitLoopBody(loop, it, false);
+        out_.close();
+        return;
+      }
+    }
+    if (!emitOp(**it))
+      return;
+  }
+  emitYield(loop);
+}
+
+} // namespace tkc::codegen

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs every generated kernel once at sizes that are not multiples of its
 # tiles under compute-sanitizer's memcheck, racecheck and synccheck, on the
-# GPU machine. Usage: bash tools/gpu/sanitize.sh [GPU_DIR]  (default build/gpu)
+# GPU machine. Usage: bash tools/gpu/sanitize.sh [GPU_DIR [WORKLOAD_REGEX]]
+# (default build/gpu, every workload)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 dir=${1:-build/gpu}
+only=${2:-.}
 export PYTHONUNBUFFERED=1
 cases=(
   'gemm {"M":257,"N":520,"K":136}'
@@ -12,6 +14,8 @@ cases=(
   'attn_fwd {"B":1,"H":2,"N":150,"D":64,"causal":1}'
   'attn_fwd {"B":1,"H":1,"N":100,"D":128,"causal":0}'
   'attn_fwd {"B":1,"H":1,"N":100,"D":128,"causal":1}'
+  'attn_fwd {"B":1,"H":1,"N":300,"D":128,"causal":1}'
+  'attn_fwd {"B":1,"H":2,"N":400,"D":64,"causal":0}'
   'attn_bwd {"B":1,"H":2,"N":150,"D":64,"causal":1}'
   'attn_bwd {"B":1,"H":1,"N":100,"D":128,"causal":0}'
   'layernorm {"R":6,"D":1024}'
@@ -23,6 +27,7 @@ for tool in memcheck racecheck synccheck; do
   for target in sm_80 sm_90a; do
     for c in "${cases[@]}"; do
       workload=${c%% *} size=${c#* }
+      [[ $workload =~ $only ]] || continue
       cu="$dir/${stem[$workload]}.$target.cu"
       [[ -f $cu ]] || continue
       log=$(compute-sanitizer --tool "$tool" --error-exitcode 3 python3 tools/gpu/profile_one.py "$cu" "$workload" "$size" 2>&1)

@@ -14,7 +14,8 @@ std::optional<std::string> operatorExpression(OpKind kind, const std::vector<std
   case OpKind::Add: return fmt::format("{} + {}", arg(0), arg(1));
   case OpKind::Sub: return fmt::format("{} - {}", arg(0), arg(1));
   case OpKind::Mul: return fmt::format("{} * {}", arg(0), arg(1));
-  case OpKind::Div: return fmt::format("{} / {}", arg(0), arg(1));
+  case OpKind::Div:
+    return fast && floatMath ? fmt::format("__fdividef({}, {})", arg(0), arg(1)) : fmt::format("{} / {}", arg(0), arg(1));
   case OpKind::Rem: return floatMath ? fmt::format("fmodf({}, {})", arg(0), arg(1)) : fmt::format("{} % {}", arg(0), arg(1));
   case OpKind::Max: return fmt::format("{}({}, {})", floatMath ? "fmaxf" : "max", arg(0), arg(1));
   case OpKind::Min: return fmt::format("{}({}, {})", floatMath ? "fminf" : "min", arg(0), arg(1));

@@ -17,13 +17,11 @@ namespace tkc::codegen {
 using namespace ir;
 
 namespace {
-/// Bytes of one 128-byte-swizzled panel row.
-constexpr int kPanelRowBytes = 128;
 /// Rows of a tile that one consumer warpgroup owns.
 constexpr int64_t kWarpgroupRows = 64;
 
 int64_t slotBytes(const Type &t) { return t.numElements() * dtypeBytes(t.dtype); }
-int64_t panelColumns(const Type &t) { return kPanelRowBytes / dtypeBytes(t.dtype); }
+int64_t panelColumns(const Type &t) { return kSwizzle128RowBytes / dtypeBytes(t.dtype); }
 } // namespace
 
 std::vector<TensorMapUse> tensorMapsOf(const Kernel &kernel) {
@@ -124,7 +122,7 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     std::vector<std::string> coords;
     for (size_t d = rank; d-- > 0;)
       coords.push_back(scalar(op.operands[4 + d]));
-    int64_t cols = panelColumns(tile), panelBytes = tile.shape[0] * kPanelRowBytes;
+    int64_t cols = panelColumns(tile), panelBytes = tile.shape[0] * kSwizzle128RowBytes;
     for (int64_t p = 0; p < tile.shape[1] / cols; ++p) {
       std::string args = coords[0] + (p ? fmt::format(" + {}", p * cols) : "");
       for (size_t d = 1; d < rank; ++d)
@@ -235,7 +233,7 @@ bool KernelEmitter::emitSmemStore(const Op &op) {
   if (dtypeBytes(value->type.dtype) != 2)
     return unsupported(op, "a staged store of 32-bit elements");
   Fragment f = fragmentOf(value->type);
-  int64_t cols = panelColumns(buf->type), panelBytes = buf->type.shape[0] * kPanelRowBytes;
+  int64_t cols = panelColumns(buf->type), panelBytes = buf->type.shape[0] * kSwizzle128RowBytes;
   int64_t perChunk = 16 / dtypeBytes(value->type.dtype);
   // A window of the tile's columns: accumulator coordinate j is the 8-column
   // chunk, so the window is a range of j, known when the loop is unrolled.
@@ -248,7 +246,7 @@ bool KernelEmitter::emitSmemStore(const Op &op) {
   out_.line("const int row = {}, col = {}{};", f.row, f.col, first ? fmt::format(" - {}", first) : "");
   out_.line("tkc::st_shared_b32({} + col / {} * {} + row * {} + ((col % {} / {}) ^ (row % 8)) * 16 + col % {} * {}, "
             "tkc::pack2({}[x], {}[x + 1]));",
-            name(buf), cols, panelBytes, kPanelRowBytes, cols, perChunk, perChunk, dtypeBytes(value->type.dtype),
+            name(buf), cols, panelBytes, kSwizzle128RowBytes, cols, perChunk, perChunk, dtypeBytes(value->type.dtype),
             name(value), name(value));
   out_.close();
   return true;
@@ -263,12 +261,12 @@ bool KernelEmitter::emitTmaStore(const Op &op) {
   if (global->type.dims.size() != 2)
     return unsupported(op, "a bulk tensor store of this tile");
   std::string row = scalar(op.operands[2]), col = scalar(op.operands[3]);
-  int64_t cols = panelColumns(tile), panelBytes = tile.shape[0] * kPanelRowBytes;
+  int64_t cols = panelColumns(tile), panelBytes = tile.shape[0] * kSwizzle128RowBytes;
   out_.open("if (threadIdx.x % 128 == 0)");
   out_.line("const int rows = warp_m / 4 * {};", kWarpgroupRows);
   for (int64_t p = 0; p < tile.shape[1] / cols; ++p)
     out_.line("tkc::tma_store_2d(&{}_tmap, {} + {} + rows * {}, {}{}, {} + rows);", name(global), name(buf),
-              p * panelBytes, kPanelRowBytes, col, p ? fmt::format(" + {}", p * cols) : "", row);
+              p * panelBytes, kSwizzle128RowBytes, col, p ? fmt::format(" + {}", p * cols) : "", row);
   out_.line("tkc::bulk_commit_group();");
   out_.close();
   return true;
@@ -292,7 +290,7 @@ bool KernelEmitter::emitWgmma(const Op &op) {
   int64_t n = acc.shape[1], k = a->type.shape[1];
   const char *type = a->type.dtype == DType::BF16 ? "bf16" : "f16";
   int64_t elem = dtypeBytes(a->type.dtype);
-  int64_t perPanel = kPanelRowBytes / elem / 16; // k16 steps in one panel row
+  int64_t perPanel = kSwizzle128RowBytes / elem / 16; // k16 steps in one panel row
   // The accumulator is updated in place: wgmma runs asynchronously and its
   // registers must stay where they are until the wait.
   names_[op.result()] = name(c);
@@ -300,12 +298,12 @@ bool KernelEmitter::emitWgmma(const Op &op) {
   // 32 bytes along its rows per k16 step.
   auto kMajor = [&](const std::string &base, int64_t rows, const std::string &rowOffset) {
     return fmt::format("tkc::wgmma_desc_sw128({} + kk / {} * {}{} + kk % {} * {}, 16, 1024)", base, perPanel,
-                       rows * kPanelRowBytes, rowOffset, perPanel, 16 * elem);
+                       rows * kSwizzle128RowBytes, rowOffset, perPanel, 16 * elem);
   };
   std::string descB = transB ? kMajor(name(b), b->type.shape[0], "")
                              // [K, N], N-major: panels of 64 columns, K rows each; a k16 step is 16 rows down.
                              : fmt::format("tkc::wgmma_desc_sw128({} + kk * {}, {}, 1024)", name(b),
-                                           16 * kPanelRowBytes, k * kPanelRowBytes);
+                                           16 * kSwizzle128RowBytes, k * kSwizzle128RowBytes);
   bool predicated = op.operands.size() == 4;
   if (predicated)
     out_.open(fmt::format("if ({})", scalar(op.operands[3])));
@@ -316,7 +314,7 @@ bool KernelEmitter::emitWgmma(const Op &op) {
     out_.line("tkc::wgmma_rs_m64n{}k16_f32_{}<{}>({}, {} + 0], {} + 1], {} + 2], {} + 3], {});", n, type, transB ? 0 : 1,
               name(c), frag, frag, frag, frag, descB);
   } else {
-    std::string descA = kMajor(name(a), a->type.shape[0], fmt::format(" + (warp_m / 4) * {}", 64 * kPanelRowBytes));
+    std::string descA = kMajor(name(a), a->type.shape[0], fmt::format(" + (warp_m / 4) * {}", 64 * kSwizzle128RowBytes));
     out_.line("tkc::wgmma_m64n{}k16_f32_{}<{}>({}, {}, {});", n, type, transB ? 0 : 1, name(c), descA, descB);
   }
   out_.close();

@@ -52,6 +52,9 @@ enum class MemSpace { Unplaced, Register, Shared };
 /// consumer warps describes it.
 enum class LayoutKind { None, Acc, OperandA, AccRow, AccCol, Strip, StripRow, StripCol, Swizzle, Swizzle128, Mbarrier };
 
+/// Bytes of one row of a Swizzle128 panel (the swizzle's span).
+constexpr int64_t kSwizzle128RowBytes = 128;
+
 struct Layout {
   LayoutKind kind = LayoutKind::None;
   int warpsM = 1; ///< warp rows (Acc, OperandA, AccRow, AccCol) or warps (Strip*)

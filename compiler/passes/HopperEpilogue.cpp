@@ -32,9 +32,6 @@ namespace {
 
 using namespace ir;
 
-/// Bytes of one row of a 128-byte-swizzled panel.
-constexpr int64_t kPanelBytes = 128;
-
 /// The persistent tile loop of a consumer role that `op` sits in, or null.
 Op *consumerTileLoop(Op &op) {
   Op *loop = op.parent ? op.parent->parentOp : nullptr;
@@ -67,7 +64,7 @@ void rewrite(Kernel &kernel, Op &store, Op &tileLoop) {
   // goes through slot w % slots, so writing one window overlaps the copy
   // engine reading the ones before; a slot is rewritten once the copy that
   // last read it is done (the `slots - 1` copies issued since may still be).
-  int64_t panel = kPanelBytes / dtypeBytes(value->type.dtype);
+  int64_t panel = kSwizzle128RowBytes / dtypeBytes(value->type.dtype);
   int64_t cols = store.intAttr("staging_cols", value->type.shape[1]);
   int64_t slots = std::max<int64_t>(1, cols / panel);
   Type slotType = Type::tile(value->type.dtype, {value->type.shape[0], panel}, MemSpace::Shared,

@@ -48,8 +48,6 @@ constexpr int kMaxStages = 8;
 /// (on the H200, 4 stages and a half-width staging tile ran the 128 x 256
 /// GEMM 4-5% faster than 3 stages and a whole one).
 constexpr int64_t kPreferredStages = 4;
-/// Bytes of one row of a 128-byte-swizzled panel.
-constexpr int64_t kPanelBytes = 128;
 
 bool isPureScalar(const Op &op) {
   return op.body == nullptr && op.results.size() == 1 && op.result()->type.isScalar() && op.kind != OpKind::Load;
@@ -142,7 +140,7 @@ Op *matchTmaStore(Kernel &kernel, const GemmLoop &m) {
   if (!value.isRegister() || value.layout.kind != LayoutKind::Acc || dtypeBytes(value.dtype) != 2 ||
       value.shape != acc.shape || global.dims.size() != 2 || found->listAttr("sizes") != acc.shape)
     return nullptr;
-  if (value.shape[0] % 64 != 0 || value.shape[1] % (kPanelBytes / 2) != 0)
+  if (value.shape[0] % 64 != 0 || value.shape[1] % (kSwizzle128RowBytes / 2) != 0)
     return nullptr;
   bool afterLoop = false;
   for (auto &op : kernel.body.ops) {
@@ -344,7 +342,7 @@ private:
       // never under one panel) that leaves room for the preferred depth, or
       // failing that for the depth the source asks.
       const Type &tile = store->operands[1]->type;
-      int64_t rows = tile.shape[0], minCols = kPanelBytes / 2;
+      int64_t rows = tile.shape[0], minCols = kSwizzle128RowBytes / 2;
       auto widestFitting = [&](int64_t stages) -> int64_t {
         for (int64_t cols = tile.shape[1]; cols >= minCols && tile.shape[1] % cols == 0; cols /= 2)
           if ((free - rows * cols * 2) / stageBytes >= stages)

@@ -379,10 +379,12 @@ private:
       if (convert && convert->kind == OpKind::Convert && convert->operands[0]->type.isShared())
         mma->operands[0] = convert->operands[0];
     }
+    // (Erasing an unused conversion changes no other conversion's uses.)
+    passes::UseCounts uses = passes::countUses(kernel.body);
     for (Op *load : f.resident)
       for (auto it = kernel.body.ops.begin(); it != kernel.body.ops.end();) {
         Op &op = **it;
-        if (op.kind == OpKind::Convert && op.operands[0] == load->result() && passes::countUses(kernel.body)[op.result()] == 0)
+        if (op.kind == OpKind::Convert && op.operands[0] == load->result() && uses[op.result()] == 0)
           it = kernel.body.ops.erase(it);
         else
           ++it;

@@ -253,7 +253,8 @@ public:
           takeTurns(*issued[0]->definingOp, *rotated->definingOp);
       }
 
-    // After the loop: the last group, then release the last slot.
+    // After the loop (and after the rotated loop's last product and its
+    // commit): the last group, then release the last slot.
     Builder after(outer, last == deferredResult || chain ? std::next(passes::positionOf(loop_))
                                                         : std::next(passes::positionOf(*last->definingOp), 2));
     after.setLoc(loop_.loc);

@@ -30,10 +30,15 @@ std::string KernelEmitter::element(const Value *v, const std::string &flat, bool
 }
 
 /// The smallest and largest value of an index expression over a tile: sums
-/// and differences of scalars and `iota`s.
-std::optional<std::pair<std::string, std::string>> KernelEmitter::indexRange(const Value *v) {
-  if (v->type.isScalar() && v->type.dtype == DType::I32)
+/// and differences of scalars and `iota`s. The scalars it reads are added
+/// to `leaves` when given.
+std::optional<std::pair<std::string, std::string>> KernelEmitter::indexRange(const Value *v,
+                                                                             std::vector<const Value *> *leaves) {
+  if (v->type.isScalar() && v->type.dtype == DType::I32) {
+    if (leaves)
+      leaves->push_back(v);
     return std::make_pair(scalar(v), scalar(v));
+  }
   const Op *def = v->definingOp;
   if (!def || v->type.dtype != DType::I32)
     return std::nullopt;
@@ -43,7 +48,7 @@ std::optional<std::pair<std::string, std::string>> KernelEmitter::indexRange(con
   }
   if (def->kind != OpKind::Add && def->kind != OpKind::Sub)
     return std::nullopt;
-  auto a = indexRange(def->operands[0]), b = indexRange(def->operands[1]);
+  auto a = indexRange(def->operands[0], leaves), b = indexRange(def->operands[1], leaves);
   if (!a || !b)
     return std::nullopt;
   if (def->kind == OpKind::Add)
@@ -53,11 +58,11 @@ std::optional<std::pair<std::string, std::string>> KernelEmitter::indexRange(con
 
 /// A block-uniform condition under which every element of the i1 tile `cond`
 /// is true, when `cond` compares index expressions.
-std::optional<std::string> KernelEmitter::wholeTileCondition(const Value *cond) {
+std::optional<std::string> KernelEmitter::wholeTileCondition(const Value *cond, std::vector<const Value *> *leaves) {
   const Op *def = cond->definingOp;
   if (!def || def->operands.size() != 2)
     return std::nullopt;
-  auto a = indexRange(def->operands[0]), b = indexRange(def->operands[1]);
+  auto a = indexRange(def->operands[0], leaves), b = indexRange(def->operands[1], leaves);
   if (!a || !b)
     return std::nullopt;
   switch (def->kind) {
@@ -278,10 +283,12 @@ bool KernelEmitter::emitConvert(const Op &op) {
     packed = def->operands[0];
     fromFloat = true;
   }
-  if (!fromFloat || identityOps_.count(columnMask)) {
-    packed = fromFloat ? packed : src;
+  if (!fromFloat) {
+    packed = src;
     columnMask = nullptr;
   }
+  if (identityOps_.count(columnMask)) // an interior tile
+    columnMask = nullptr;
   std::string pack = fromFloat ? (src->type.dtype == DType::BF16 ? "tkc::pack_bf16" : "tkc::pack_f16") : "tkc::pack2";
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", mt * kt * 4));
   out_.line("const int i = x / {}, kk = x / 4 % {}, r = x % 4;", kt * 4, kt);

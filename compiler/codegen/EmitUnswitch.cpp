@@ -23,27 +23,6 @@ namespace tkc::codegen {
 
 using namespace ir;
 
-namespace {
-
-/// The scalars an index expression (sums and differences of scalars and
-/// `iota`s) is made of; false if `v` is not one.
-bool scalarLeaves(const Value *v, std::vector<const Value *> &leaves) {
-  if (v->type.isScalar()) {
-    leaves.push_back(v);
-    return true;
-  }
-  const Op *def = v->definingOp;
-  if (!def)
-    return false;
-  if (def->kind == OpKind::Iota)
-    return true;
-  if (def->kind != OpKind::Add && def->kind != OpKind::Sub)
-    return false;
-  return scalarLeaves(def->operands[0], leaves) && scalarLeaves(def->operands[1], leaves);
-}
-
-} // namespace
-
 std::vector<std::string> KernelEmitter::maskFreeConditions(const Block &body, Block::OpList::const_iterator from,
                                                           std::set<const Op *> &identities) {
   std::map<const Op *, int> position;
@@ -66,11 +45,7 @@ std::vector<std::string> KernelEmitter::maskFreeConditions(const Block &body, Bl
       condition = fmt::format("{} >= {}", scalar(op.operands[1]), op.result()->type.shape[op.intAttr("axis")]);
     } else if (op.kind == OpKind::Select && op.operands[0]->type.isTile() &&
                op.operands[1]->type == op.result()->type) {
-      const Op *compare = op.operands[0]->definingOp;
-      if (!compare || compare->operands.size() != 2 || !scalarLeaves(compare->operands[0], leaves) ||
-          !scalarLeaves(compare->operands[1], leaves))
-        continue;
-      condition = wholeTileCondition(op.operands[0]);
+      condition = wholeTileCondition(op.operands[0], &leaves);
     }
     if (!condition || !std::all_of(leaves.begin(), leaves.end(), available))
       continue;

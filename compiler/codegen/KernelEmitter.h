@@ -63,8 +63,10 @@ private:
 
   // EmitElementwise.cpp
   void emitElementwise(const ir::Op &op);
-  std::optional<std::pair<std::string, std::string>> indexRange(const ir::Value *v);
-  std::optional<std::string> wholeTileCondition(const ir::Value *cond);
+  std::optional<std::pair<std::string, std::string>> indexRange(const ir::Value *v,
+                                                                std::vector<const ir::Value *> *leaves = nullptr);
+  std::optional<std::string> wholeTileCondition(const ir::Value *cond,
+                                                std::vector<const ir::Value *> *leaves = nullptr);
   void emitFill(const ir::Op &op);
   void emitIota(const ir::Op &op);
   void emitMask(const ir::Op &op);

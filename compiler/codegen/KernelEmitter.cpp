@@ -158,14 +158,17 @@ bool KernelEmitter::emit() {
   addTensorMapParams(params); // sm_90a: tensor maps of the bulk copies
   int threads = kernel_.warps * 32;
   out_.line("// {}:{}: kernel {}", sourceName_, kernel_.loc.line, kernel_.name);
-  // setmaxnreg needs a register cap at entry: one block per multiprocessor.
   // Kernels with accumulators aim at one block per SM: their tiles are sized
-  // to fill it, the accumulators need the registers more than a second block
-  // would, and setmaxnreg needs the bound. Memory-bound kernels keep the
-  // compiler's occupancy heuristics.
+  // to fill it, and the accumulators need the registers more than a second
+  // block would. Warpgroup roles split the register file with setmaxnreg,
+  // which needs the bound: as many blocks as the roles' registers allow.
+  // Memory-bound kernels keep the compiler's occupancy heuristics.
   bool hasMma = false;
   walk(const_cast<Block &>(kernel_.body), [&](Op &op) { hasMma = hasMma || op.kind == OpKind::Mma; });
-  out_.line("__global__ void __launch_bounds__({}{}) {}(", threads, hasMma || usesWarpgroupRoles() ? ", 1" : "",
+  int blocks = blocksForRoleRegisters();
+  if (blocks == 0 && hasMma)
+    blocks = 1;
+  out_.line("__global__ void __launch_bounds__({}{}) {}(", threads, blocks ? fmt::format(", {}", blocks) : "",
             functionName());
   out_.indent();
   out_.indent();

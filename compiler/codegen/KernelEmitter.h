@@ -109,7 +109,9 @@ private:
   bool emitWgmma(const ir::Op &op);
   bool emitSmemStore(const ir::Op &op);
   bool emitTmaStore(const ir::Op &op);
-  bool usesWarpgroupRoles() const;
+  /// Blocks per multiprocessor that the warpgroup roles' registers
+  /// (setmaxnreg) leave room for; 0 without roles.
+  int blocksForRoleRegisters() const;
   void addTensorMapParams(std::vector<std::string> &params);
   std::string barrierAddress(const ir::Value *bars, const std::string &iteration);
   void closeRoleIssuers();

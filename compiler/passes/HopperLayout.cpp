@@ -25,8 +25,10 @@
 // qualifies too when its register tiles already give each warp 16 rows, the
 // rows of a warp in a wgmma warpgroup: its operand tiles become
 // #swizzle128, an A operand loaded once before the loop stays in shared
-// memory (no conversion to registers), and the kernel gains the producer
-// warpgroup and `hopper_stages`.
+// memory (no conversion to registers), vectors loaded in the loop go
+// straight to the consumers' registers, and the kernel gains the producer
+// warpgroup and `hopper_stages`. With a single consumer warpgroup the stages
+// are sized so that two blocks share a multiprocessor.
 //
 // Kernels with anything else (strips, other layouts, other products) are
 // left to the sm_80 path.
@@ -206,8 +208,10 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
       if (!t.isRegister() || t.isScalar())
         continue;
       bool family = t.layout.kind == LayoutKind::Acc || t.layout.kind == LayoutKind::AccRow ||
-                    t.layout.kind == LayoutKind::OperandA;
-      if (!family || t.layout.warpsN != 1 || t.shape[0] != 16 * t.layout.warpsM)
+                    t.layout.kind == LayoutKind::OperandA || t.layout.kind == LayoutKind::AccCol;
+      // A column vector spans a tile's columns, which every warp holds whole.
+      bool rowsPerWarp = t.layout.kind == LayoutKind::AccCol || t.shape[0] == 16 * t.layout.warpsM;
+      if (!family || t.layout.warpsN != 1 || !rowsPerWarp)
         ok = false;
       else if (f.warps == 0)
         f.warps = t.layout.warpsM;
@@ -234,9 +238,12 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
     return def && def->kind == OpKind::Load && def->parent == &body && v->type.isShared() &&
            isSixteenBitTile(v->type) && onlyFeedsMmas(kernel, v);
   };
+  // Vectors loaded in the loop straight into registers (attention
+  // backward's per-query statistics) stay with the consumers.
+  auto vectorLoad = [](Value *v) { return v->type.isRegister() && v->type.shape.size() == 1; };
   for (auto &op : body.ops) {
     if (op->kind != OpKind::Mma) {
-      if (op->kind == OpKind::Load && !inLoopLoad(op->result()))
+      if (op->kind == OpKind::Load && !inLoopLoad(op->result()) && !vectorLoad(op->result()))
         return std::nullopt;
       continue;
     }
@@ -245,7 +252,7 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
     const Type &acc = op->result()->type;
     int64_t n = acc.shape[1];
     bool transB = op->intAttr("trans_b") != 0;
-    if (acc.dtype != DType::F32 || (n != 64 && n != 128 && n != 256) || !inLoopLoad(b))
+    if (acc.dtype != DType::F32 || (n != 32 && n != 64 && n != 128 && n != 256) || !inLoopLoad(b))
       return std::nullopt;
     int64_t k = transB ? b->type.shape[1] : b->type.shape[0];
     if (transB ? (b->type.shape[0] != n || k % 64 != 0) : (b->type.shape[1] != n || k % 16 != 0 || n % 64 != 0))
@@ -273,7 +280,7 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
     }
   }
   for (auto &op : body.ops)
-    if (op->kind == OpKind::Load)
+    if (op->kind == OpKind::Load && op->result()->type.isShared())
       f.streamed.push_back(op.get());
   // Shared tiles outside these roles have no place in the warp-specialized kernel.
   int sharedLoads = 0;
@@ -395,7 +402,11 @@ private:
     for (Op *load : f.streamed)
       stageBytes += passes::sharedBufferBytes(load->result()->type);
     int64_t asked = f.loop->intAttr("stages", 2);
-    int64_t fit = (target.sharedMemoryBytes - kReservedSharedBytes - residentBytes) / stageBytes;
+    // A single consumer warpgroup leaves most of a multiprocessor's issue
+    // slots idle while it waits on its products: its blocks are sized so
+    // that two fit side by side (warp-specialize splits the registers).
+    int blocks = f.warps == 4 ? 2 : 1;
+    int64_t fit = (target.sharedMemoryPerBlock(blocks) - kReservedSharedBytes - residentBytes) / stageBytes;
     int64_t stages = std::max<int64_t>(asked, std::min<int64_t>(fit, kPreferredStages));
     f.loop->attrs.erase("stages");
     f.loop->attrs["hopper_stages"] = Attr(stages);

@@ -18,10 +18,11 @@
 //
 // That is the schedule of a loop with one accumulating product (a GEMM).
 // A loop of several products with work between them (attention) keeps its
-// body; each product there is waited for right after it is issued, except
-// one that only feeds the next iteration (the output accumulator): it stays
-// in flight until the next iteration first reads it, after issuing that
-// iteration's first product, and the slot it read is released there. With
+// body, with each product moved up to just after what it reads (issueEarly)
+// and waited for right before its result is first read, except products
+// that only feed the next iteration (accumulators): they stay in flight
+// until the next iteration first reads one of them, after issuing that
+// iteration's first products, and the slot they read is released there. With
 // exactly two products (scores, then the accumulator), the accumulator's
 // product moves one iteration later, behind the next scores, so that the
 // softmax between them overlaps it (see rotateDeferred). Tiles
@@ -57,7 +58,7 @@ public:
     for (auto &op : body.ops) {
       if (op->kind == OpKind::Mma)
         mmas.push_back(op.get());
-      if (op->kind == OpKind::Load)
+      if (op->kind == OpKind::Load && op->result()->type.isShared())
         streamed.push_back(op.get());
     }
     // Shared tiles loaded once before the loop for its products.
@@ -176,22 +177,28 @@ public:
       view->nameHint = streamed[i]->result()->nameHint;
       replaceAllUsesIn(body, streamed[i]->result(), view);
     }
+    if (!chain)
+      mmas = issueEarly(body);
     // A product that only feeds the next iteration (an accumulator) stays in
     // flight across the end of the iteration: it is waited for where the
-    // next iteration first reads the accumulator, after that iteration's
+    // next iteration first reads an accumulator, after that iteration's
     // first products have been issued, and its slot is released there.
-    Value *deferredArg = nullptr, *deferredResult = nullptr;
-    if (!chain)
+    std::vector<Value *> deferredArgs, deferredResults;
+    if (!chain) {
+      passes::UseCounts uses = passes::countUses(body);
       for (Op *mma : mmas)
         for (size_t i = 0; i < yield.operands.size(); ++i)
-          if (yield.operands[i] == mma->result() && passes::countUses(body)[mma->result()] == 1 && !deferredArg) {
-            deferredArg = body.args[1 + i].get();
-            deferredResult = loop_.results[i].get();
+          if (yield.operands[i] == mma->result() && uses[mma->result()] == 1) {
+            deferredArgs.push_back(body.args[1 + i].get());
+            deferredResults.push_back(loop_.results[i].get());
           }
-    std::vector<Value *> issued;
+    }
+    Value *deferredArg = deferredArgs.empty() ? nullptr : deferredArgs.front();
+    Value *deferredResult = deferredResults.empty() ? nullptr : deferredResults.front();
+    std::vector<Value *> issued, awaited;
     for (Op *mma : mmas) {
       // mma -> fence, wgmma, commit, and a wait: for the previous group
-      // (chain) or for this one.
+      // (chain), or for this one before its result is first read.
       Builder at(body, passes::positionOf(*mma));
       at.setLoc(mma->loc);
       at.create(OpKind::WgmmaFence, {}, {});
@@ -206,26 +213,29 @@ public:
         Value *prev = at.value(OpKind::Sub, {it, at.constInt(1)}, scalarI32());
         Value *hasPrev = at.value(OpKind::Gt, {it, base}, Type::scalar(DType::I1));
         at.create(OpKind::MbarrierArrive, {empty, prev, hasPrev}, {});
-      } else if (!isDeferred(yield, body, mma->result(), deferredArg)) {
-        at.create(OpKind::WgmmaWait, {next}, {}, {{"pending", Attr(int64_t(0))}});
+      } else if (!isDeferred(yield, body, mma->result(), deferredArgs)) {
+        awaited.push_back(next);
       }
       replaceAllUsesIn(body, mma->result(), next);
       passes::eraseOp(*mma);
       issued.push_back(next);
     }
+    for (Value *product : awaited)
+      waitBeforeFirstUse(product);
     Op *deferredWait = nullptr;
     if (deferredArg) {
-      Op *firstUse = nullptr;
-      for (auto &op : body.ops) {
-        for (Value *operand : op->operands)
-          if (operand == deferredArg)
-            firstUse = op.get();
-        if (firstUse)
-          break;
-      }
-      Builder at(body, firstUse ? passes::positionOf(*firstUse) : std::prev(body.ops.end()));
+      // The groups committed so far in this iteration are newer than the
+      // deferred ones and may stay in flight.
+      auto firstUse = std::find_if(body.ops.begin(), std::prev(body.ops.end()), [&](const std::unique_ptr<Op> &op) {
+        return std::any_of(op->operands.begin(), op->operands.end(), [&](Value *v) {
+          return std::find(deferredArgs.begin(), deferredArgs.end(), v) != deferredArgs.end();
+        });
+      });
+      int64_t newer = std::count_if(body.ops.begin(), firstUse,
+                                    [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::WgmmaCommit; });
+      Builder at(body, firstUse);
       at.setLoc(loop_.loc);
-      deferredWait = at.create(OpKind::WgmmaWait, {deferredArg}, {}, {{"pending", Attr(int64_t(0))}});
+      deferredWait = at.create(OpKind::WgmmaWait, deferredArgs, {}, {{"pending", Attr(newer)}});
       Value *prev = at.value(OpKind::Sub, {it, at.constInt(1)}, scalarI32());
       Value *hasPrev = at.value(OpKind::Gt, {it, base}, Type::scalar(DType::I1));
       at.create(OpKind::MbarrierArrive, {empty, prev, hasPrev}, {});
@@ -245,7 +255,8 @@ public:
     if (!chain && !deferredArg)
       return;
     Value *last = chain ? loop_.result() : deferredResult;
-    if (deferredWait && issued.size() == 2 && isDeferred(yield, body, issued[1], deferredArg))
+    if (deferredWait && issued.size() == 2 && deferredArgs.size() == 1 &&
+        isDeferred(yield, body, issued[1], deferredArgs))
       if (Value *rotated = rotateDeferred(*issued[0]->definingOp, *issued[1]->definingOp, *deferredWait,
                                           deferredArg, deferredResult)) {
         last = rotated;
@@ -258,7 +269,10 @@ public:
     Builder after(outer, last == deferredResult || chain ? std::next(passes::positionOf(loop_))
                                                         : std::next(passes::positionOf(*last->definingOp), 2));
     after.setLoc(loop_.loc);
-    after.create(OpKind::WgmmaWait, {last}, {}, {{"pending", Attr(int64_t(0))}});
+    std::vector<Value *> lastValues{last};
+    if (last == deferredResult)
+      lastValues = deferredResults;
+    after.create(OpKind::WgmmaWait, lastValues, {}, {{"pending", Attr(int64_t(0))}});
     Value *count = after.value(OpKind::Sub, {hi, lo}, scalarI32());
     Value *lastRel = after.value(OpKind::Sub, {count, after.constInt(1)}, scalarI32());
     Value *lastIt = after.value(OpKind::Add, {lastRel, base}, scalarI32());
@@ -294,19 +308,19 @@ private:
     if (passes::constantIntOf(loop_.operands[2]) != 1 || dependsOnCarried(deferred.operands[1]))
       return nullptr;
     auto firstCommit = std::next(passes::positionOf(first));
-    auto firstWait = std::next(firstCommit);
     auto fence = std::prev(passes::positionOf(deferred));
     auto commit = std::next(passes::positionOf(deferred));
-    if ((*firstCommit)->kind != OpKind::WgmmaCommit || (*firstWait)->kind != OpKind::WgmmaWait ||
-        (*fence)->kind != OpKind::WgmmaFence || (*commit)->kind != OpKind::WgmmaCommit)
+    if ((*firstCommit)->kind != OpKind::WgmmaCommit || (*fence)->kind != OpKind::WgmmaFence ||
+        (*commit)->kind != OpKind::WgmmaCommit)
       return nullptr;
-    bool waitsFirst = false;
-    for (auto op = firstWait; op != body.ops.end(); ++op) {
-      if (op->get() == &deferredWait)
+    // The scores' wait, before the accumulator's.
+    auto firstWait = std::next(firstCommit);
+    for (; firstWait != body.ops.end() && firstWait->get() != &deferredWait; ++firstWait)
+      if ((*firstWait)->kind == OpKind::WgmmaWait)
         break;
-      waitsFirst |= std::find((*op)->operands.begin(), (*op)->operands.end(), first.result()) != (*op)->operands.end();
-    }
-    if (!waitsFirst)
+    if (firstWait == body.ops.end() || firstWait->get() == &deferredWait ||
+        std::find((*firstWait)->operands.begin(), (*firstWait)->operands.end(), first.result()) ==
+            (*firstWait)->operands.end())
       return nullptr;
 
     // The product's A operand of iteration k - 1 is carried in (zeros before
@@ -339,6 +353,8 @@ private:
     accumulated->nameHint = deferredArg->nameHint;
     at.create(OpKind::WgmmaCommit, {}, {});
     (*firstWait)->attrs["pending"] = Attr(int64_t(1));
+    // The accumulator's wait now covers the product just issued, the newest.
+    deferredWait.attrs["pending"] = Attr(int64_t(0));
     for (auto op = std::next(passes::positionOf(*accumulated->definingOp)); op != body.ops.end(); ++op)
       std::replace((*op)->operands.begin(), (*op)->operands.end(), deferredArg, accumulated);
     std::replace(yield.operands.begin(), yield.operands.end(), deferred.result(), scaled);
@@ -413,13 +429,65 @@ private:
     return std::any_of(def->operands.begin(), def->operands.end(), [&](Value *o) { return dependsOnCarried(o); });
   }
 
-  /// Whether `v` is the product left in flight: the one yielded for the
-  /// loop-carried value `deferredArg`.
-  static bool isDeferred(const Op &yield, const Block &body, const Value *v, const Value *deferredArg) {
+  /// Whether `v` is a product left in flight: one yielded for a loop-carried
+  /// value in `deferredArgs`.
+  static bool isDeferred(const Op &yield, const Block &body, const Value *v, const std::vector<Value *> &deferredArgs) {
     for (size_t i = 0; i < yield.operands.size(); ++i)
       if (yield.operands[i] == v)
-        return deferredArg && body.args[1 + i].get() == deferredArg;
+        return std::find(deferredArgs.begin(), deferredArgs.end(), body.args[1 + i].get()) != deferredArgs.end();
     return false;
+  }
+
+  /// Moves each product of the body up to just after what it reads (with the
+  /// zero fill of a fresh accumulator), so that products which do not depend
+  /// on the work before them (attention backward's dP = dO V^T beside
+  /// S = Q K^T) are issued together and run while that work goes on.
+  /// Returns the products in their new order.
+  std::vector<Op *> issueEarly(Block &body) {
+    std::vector<Op *> products;
+    for (auto &op : body.ops)
+      if (op->kind == OpKind::Mma)
+        products.push_back(op.get());
+    for (Op *mma : products) {
+      auto at = passes::positionOf(*mma);
+      std::vector<Op *> fills;
+      while (at != body.ops.begin()) {
+        Op &before = **std::prev(at);
+        bool feeds = std::any_of(before.results.begin(), before.results.end(), [&](const std::unique_ptr<Value> &r) {
+          return std::find(mma->operands.begin(), mma->operands.end(), r.get()) != mma->operands.end();
+        });
+        if (feeds && before.kind == OpKind::Fill && before.operands.empty())
+          fills.push_back(&before);
+        else if (feeds || before.kind == OpKind::MbarrierWait)
+          break;
+        --at;
+      }
+      for (Op *fill : fills)
+        body.ops.splice(at, body.ops, passes::positionOf(*fill));
+      body.ops.splice(at, body.ops, passes::positionOf(*mma));
+    }
+    std::vector<Op *> ordered;
+    for (auto &op : body.ops)
+      if (op->kind == OpKind::Mma)
+        ordered.push_back(op.get());
+    return ordered;
+  }
+
+  /// Waits for `product` right before its first reader in the loop body,
+  /// leaving the groups committed after it in flight.
+  void waitBeforeFirstUse(Value *product) {
+    Block &body = *loop_.body;
+    auto commit = std::next(passes::positionOf(*product->definingOp));
+    int64_t newer = 0;
+    auto op = std::next(commit);
+    for (; op != body.ops.end(); ++op) {
+      if (std::find((*op)->operands.begin(), (*op)->operands.end(), product) != (*op)->operands.end())
+        break;
+      newer += (*op)->kind == OpKind::WgmmaCommit;
+    }
+    Builder at(body, op == body.ops.end() ? std::prev(body.ops.end()) : op);
+    at.setLoc(product->definingOp->loc);
+    at.create(OpKind::WgmmaWait, {product}, {}, {{"pending", Attr(newer)}});
   }
 
   Value *staged(Builder &b, Op *load, int64_t stages, const std::string &fallback) {

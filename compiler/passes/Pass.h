@@ -2,6 +2,7 @@
 #include "ir/IR.h"
 #include "support/Diagnostics.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,10 +13,17 @@ namespace tkc {
 struct Target {
   std::string name;          ///< "sm_80" or "sm_90a"
   int computeCapability = 80;
-  int sharedMemoryBytes = 0; ///< per block, opt-in maximum
+  int sharedMemoryBytes = 0;      ///< per block, opt-in maximum
+  int sharedMemoryPerSmBytes = 0; ///< per multiprocessor, all resident blocks together
   int maxWarps = 32;
 
   static const Target *lookup(const std::string &name);
+
+  /// Shared memory a block may use when `blocks` blocks share a
+  /// multiprocessor (the system keeps 1 KiB of it per block).
+  int sharedMemoryPerBlock(int blocks) const {
+    return blocks <= 1 ? sharedMemoryBytes : std::min(sharedMemoryBytes, sharedMemoryPerSmBytes / blocks - 1024);
+  }
 };
 
 /// A pass reads the module and rewrites it in place. It reports problems

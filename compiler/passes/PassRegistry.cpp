@@ -31,8 +31,8 @@ constexpr std::pair<const char *, Factory> kPasses[] = {
 
 const Target *Target::lookup(const std::string &name) {
   // 227 KiB is the opt-in shared memory per block on sm_90; 163 KiB on sm_80.
-  static const Target sm80{"sm_80", 80, 163 * 1024, 32};
-  static const Target sm90a{"sm_90a", 90, 227 * 1024, 32};
+  static const Target sm80{"sm_80", 80, 163 * 1024, 164 * 1024, 32};
+  static const Target sm90a{"sm_90a", 90, 227 * 1024, 228 * 1024, 32};
   if (name == "sm_80")
     return &sm80;
   if (name == "sm_90a")

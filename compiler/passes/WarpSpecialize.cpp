@@ -37,8 +37,17 @@ constexpr int kProducerRegisters = 24;
 constexpr int kMaxRegisters = 240;
 constexpr int kRegisterFile = 65536;
 constexpr int64_t kGroupRows = 16;
+/// What smem-plan may add to each shared buffer to align it (a 128-byte
+/// swizzled slot starts on a 1024-byte boundary).
+constexpr int64_t kSharedAlignment = 1024;
 
 Type i32() { return Type::scalar(DType::I32); }
+
+/// Registers per consumer thread when the producer keeps its minimum and
+/// `blocks` blocks share the register file.
+int consumerRegisters(int consumerWarps, int blocks) {
+  return std::min(kMaxRegisters, (kRegisterFile / blocks - 128 * kProducerRegisters) / (consumerWarps * 32) / 8 * 8);
+}
 
 class WarpSpecializer {
 public:
@@ -114,7 +123,7 @@ public:
     perTileIters->nameHint = "k_iters";
 
     int consumerWarps = kernel_.warps - 4;
-    int consumerRegs = std::min(kMaxRegisters, (kRegisterFile - 128 * kProducerRegisters) / (consumerWarps * 32) / 8 * 8);
+    int consumerRegs = consumerRegisters(consumerWarps, 1);
     b.create(OpKind::WarpgroupRole, {}, {},
              {{"role", Attr(std::string("producer"))}, {"warpgroups", Attr(int64_t(1))},
               {"regs", Attr(int64_t(kProducerRegisters))}, {"issuers", Attr(int64_t(1))}});
@@ -258,12 +267,26 @@ private:
   std::set<Value *> perTile_;
 };
 
+/// Blocks of the kernel that can share a multiprocessor: two when a single
+/// consumer warpgroup would otherwise have it to itself and the shared
+/// buffers fit twice (hopper-layout sized the pipeline for that), else one.
+int blocksPerMultiprocessor(Kernel &kernel, const Target &target) {
+  if (kernel.warps - 4 != 4)
+    return 1;
+  int64_t bytes = 0;
+  walk(kernel.body, [&](Op &op) {
+    if (op.kind == OpKind::SmemAlloc)
+      bytes += passes::sharedBufferBytes(op.result()->type) + kSharedAlignment;
+  });
+  return bytes <= target.sharedMemoryPerBlock(2) ? 2 : 1;
+}
+
 /// The roles without a persistent tile loop: the producer's ops (those
 /// marked `role = "producer"`, from the first one on) go to warpgroup 0;
 /// every other op from there on, and the register tiles set up before it,
 /// go to the consumers. Scalars and shared buffers set up before stay
 /// common to both.
-void specializeInPlace(Kernel &kernel, Op &producer) {
+void specializeInPlace(Kernel &kernel, Op &producer, const Target &target) {
   Block &body = kernel.body;
   auto first = std::find_if(body.ops.begin(), body.ops.end(),
                             [](const std::unique_ptr<Op> &op) { return op->strAttr("role") == "producer"; });
@@ -280,7 +303,7 @@ void specializeInPlace(Kernel &kernel, Op &producer) {
   Builder marks(body);
   marks.setLoc(producer.loc);
   int consumerWarps = kernel.warps - 4;
-  int consumerRegs = std::min(kMaxRegisters, (kRegisterFile - 128 * kProducerRegisters) / (consumerWarps * 32) / 8 * 8);
+  int consumerRegs = consumerRegisters(consumerWarps, blocksPerMultiprocessor(kernel, target));
   Op *producerRole = marks.create(OpKind::WarpgroupRole, {}, {},
                                   {{"role", Attr(std::string("producer"))}, {"warpgroups", Attr(int64_t(1))},
                                    {"regs", Attr(int64_t(kProducerRegisters))}, {"issuers", Attr(int64_t(1))}});
@@ -328,7 +351,7 @@ public:
       // Blocks that copy tiles once (or whose grid is not one tile per
       // block along x and y) keep their grid: the roles run once per block.
       if (copiesOnce || !WarpSpecializer::persistable(*kernel, *producer)) {
-        specializeInPlace(*kernel, *producer);
+        specializeInPlace(*kernel, *producer, target);
         continue;
       }
       if (!WarpSpecializer(*kernel, *producer, *consumer).run()) {

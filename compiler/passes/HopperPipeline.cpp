@@ -177,8 +177,10 @@ public:
       view->nameHint = streamed[i]->result()->nameHint;
       replaceAllUsesIn(body, streamed[i]->result(), view);
     }
-    if (!chain)
+    if (!chain) {
+      prefetchRegisterLoads();
       mmas = issueEarly(body);
+    }
     // A product that only feeds the next iteration (an accumulator) stays in
     // flight across the end of the iteration: it is waited for where the
     // next iteration first reads an accumulator, after that iteration's
@@ -436,6 +438,63 @@ private:
       if (yield.operands[i] == v)
         return std::find(deferredArgs.begin(), deferredArgs.end(), body.args[1 + i].get()) != deferredArgs.end();
     return false;
+  }
+
+  /// The load straight into registers that the body reads first (attention
+  /// backward's L, of the per-query vectors L and Delta) is issued one
+  /// iteration ahead and carried into the next, so that its global-memory
+  /// latency overlaps a whole iteration instead of stalling the softmax.
+  /// Loads read later have the work before their readers to hide their
+  /// latency; prefetching them too would hold their registers through the
+  /// busiest part of the iteration (D = 64 spilled, and ran no faster).
+  /// Iteration k loads for min(k + 1, hi - 1) (the last one reloads its own,
+  /// unused), and the loop starts with the load for `lo`, so only loads
+  /// whose every index is bounds-checked qualify (the loop may be empty).
+  void prefetchRegisterLoads() {
+    Block &body = *loop_.body;
+    Value *lo = loop_.operands[0], *hi = loop_.operands[1];
+    std::vector<Op *> loads;
+    for (auto &op : body.ops) {
+      if (op->kind != OpKind::Load || !op->result()->type.isRegister())
+        continue;
+      auto checked = op->listAttr("checked");
+      bool allChecked = !checked.empty() && std::all_of(checked.begin(), checked.end(), [](int64_t c) { return c != 0; });
+      if (allChecked && !dependsOnCarried(op->result()))
+        loads.push_back(op.get());
+    }
+    if (loads.empty())
+      return;
+    auto firstReader = [&](Op *load) {
+      auto reads = [&](const std::unique_ptr<Op> &op) {
+        return std::find(op->operands.begin(), op->operands.end(), load->result()) != op->operands.end();
+      };
+      return std::distance(body.ops.begin(), std::find_if(body.ops.begin(), body.ops.end(), reads));
+    };
+    Op *earliest = *std::min_element(loads.begin(), loads.end(),
+                                     [&](Op *x, Op *y) { return firstReader(x) < firstReader(y); });
+    loads = {earliest};
+    Builder pre(*loop_.parent, passes::positionOf(loop_));
+    pre.setLoc(loop_.loc);
+    Builder at(body, passes::positionOf(*loads.front()));
+    at.setLoc(loop_.loc);
+    Value *k = body.args[0].get();
+    Value *next = at.value(OpKind::Min, {at.value(OpKind::Add, {k, at.constInt(1)}, scalarI32()),
+                                         at.value(OpKind::Sub, {hi, at.constInt(1)}, scalarI32())},
+                           scalarI32());
+    Op &yield = *body.ops.back();
+    std::map<Value *, Value *> firstCloned, nextCloned;
+    for (Op *load : loads) {
+      Value *v = load->result();
+      Value *first = passes::cloneForIteration(pre, loop_, v, lo, firstCloned);
+      at.setLoc(load->loc);
+      Value *ahead = passes::cloneForIteration(at, loop_, v, next, nextCloned);
+      Value *carried = addCarried(first, v, v->nameHint.empty() ? "ahead" : v->nameHint + "_ahead");
+      replaceAllUsesIn(body, v, carried);
+      yield.operands.push_back(ahead);
+    }
+    // (after the cloning: the builder inserts before the first load)
+    for (Op *load : loads)
+      passes::eraseOp(*load);
   }
 
   /// Moves each product of the body up to just after what it reads (with the

@@ -64,15 +64,23 @@ private:
       }
       line(2, "Param {}: {}{}[{}] {}", param.name, param.isOutput ? "out " : "", param.dtype, dims, at(param.loc));
     }
-    for (const WhereParam &where : kernel.wheres)
-      line(2, "Where {} in {{{}}} {}", where.name, fmt::join(where.values, ", "), at(where.loc));
+    for (const WhereParam &where : kernel.wheres) {
+      if (where.derived) {
+        line(2, "Where {} = {}", where.name, at(where.loc));
+        expr(3, *where.derived);
+      } else {
+        line(2, "Where {} in {{{}}} {}", where.name, fmt::join(where.values, ", "), at(where.loc));
+      }
+    }
     if (kernel.hasGrid) {
       line(2, "Grid {}", at(kernel.gridLoc));
       for (const ExprPtr &extent : kernel.grid)
         expr(3, *extent);
     }
-    if (kernel.hasWarps)
-      line(2, "Warps {} {}", kernel.warps, at(kernel.warpsLoc));
+    if (kernel.hasWarps && kernel.warps) {
+      line(2, "Warps {}", at(kernel.warpsLoc));
+      expr(3, *kernel.warps);
+    }
     line(2, "Body");
     for (const StmtPtr &stmt : kernel.body)
       this->stmt(3, *stmt);

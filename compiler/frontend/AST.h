@@ -128,11 +128,15 @@ struct Param {
 };
 
 /// `where NAME in {v1, v2, ...}`
+/// `where NAME in {v, ...}` (a specialisation axis) or `where NAME = e`
+/// (derived: a constant computed from the ones before it, per
+/// specialisation; no axis of its own).
 struct WhereParam {
   std::string name;
   SourceLocation loc;
   std::vector<int64_t> values;
   std::vector<SourceLocation> valueLocs;
+  ExprPtr derived;
 };
 
 struct Kernel {
@@ -146,7 +150,9 @@ struct Kernel {
   std::vector<ExprPtr> grid;
 
   bool hasWarps = false;
-  int64_t warps = 4;
+  /// `warps(e)`: a constant expression over `where` values, evaluated per
+  /// specialisation (KernelFacts::warps); null means the default, 4.
+  ExprPtr warps;
   SourceLocation warpsLoc;
 
   std::vector<StmtPtr> body;

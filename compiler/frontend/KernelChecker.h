@@ -77,6 +77,8 @@ public:
   /// variables assigned once from such an integer, and + - * / % cdiv min
   /// max over them. Reports and returns nullopt otherwise.
   std::optional<int64_t> evalConst(const ast::Expr &expr);
+  void checkWarps(const ast::Expr &expr);
+  std::optional<int64_t> derivedValue(const ast::WhereParam &where);
   /// A positive compile-time extent (`what` names it in messages).
   std::optional<int64_t> evalExtent(const ast::Expr &expr, const char *what);
   /// The value of a `fill`: a number, `inf`, a `where` value, or minus one.

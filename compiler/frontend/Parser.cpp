@@ -255,12 +255,8 @@ private:
         if (!expect(TokenKind::LParen))
           return false;
         kernel.warpsLoc = peek().loc;
-        if (!at(TokenKind::IntLiteral)) {
-          reportExpected("an integer");
-          return false;
-        }
-        kernel.warps = advance().intValue;
-        if (!expect(TokenKind::RParen))
+        kernel.warps = parseExpr();
+        if (!kernel.warps || !expect(TokenKind::RParen))
           return false;
       } else {
         diags_.report(name.loc, DiagId::UnknownAnnotation, name.text);
@@ -280,7 +276,14 @@ private:
       return false;
     }
     where.name = advance().text;
-    if (!expect(TokenKind::KwIn) || !expect(TokenKind::LBrace))
+    if (accept(TokenKind::Assign)) {
+      where.derived = parseExpr();
+      if (!where.derived)
+        return false;
+      kernel.wheres.push_back(std::move(where));
+      return true;
+    }
+    if (!expect(TokenKind::KwIn, "`in` or `=`") || !expect(TokenKind::LBrace))
       return false;
     bool valid = true;
     do {

@@ -30,9 +30,13 @@ std::string Specialization::describe() const {
   return text;
 }
 
-std::vector<Specialization> specializationsOf(const ast::Kernel &kernel) {
-  std::vector<Specialization> result{Specialization{}};
+std::vector<Specialization> specializationsOf(const ast::Kernel &kernel, int64_t sm) {
+  Specialization plain;
+  plain.sm = sm;
+  std::vector<Specialization> result{plain};
   for (const ast::WhereParam &where : kernel.wheres) {
+    if (where.derived)
+      continue;
     std::vector<Specialization> next;
     for (const Specialization &prefix : result)
       for (int64_t value : where.values) {
@@ -67,6 +71,9 @@ const char *describeSymbolKind(Symbol::Kind kind) {
 namespace {
 
 // --- checks that do not depend on the specialisation -------------------------
+
+/// The target's compute capability, as a compile-time constant of every kernel.
+constexpr const char *kBuiltinSm = "sm";
 
 bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -108,6 +115,8 @@ void checkKernelHeader(const ast::Kernel &kernel, DiagnosticEngine &diags) {
       diags.report(clash->second, DiagId::PreviousDefinition);
     }
     bool isDim = dims.count(where.name) != 0;
+    if (where.derived && isDim)
+      diags.report(where.loc, DiagId::DerivedWhereIsDim, where.name);
     std::set<int64_t> seen;
     for (size_t i = 0; i < where.values.size(); ++i) {
       int64_t value = where.values[i];
@@ -125,8 +134,6 @@ void checkKernelHeader(const ast::Kernel &kernel, DiagnosticEngine &diags) {
     diags.report(kernel.loc, DiagId::MissingGrid, kernel.name);
   else if (kernel.grid.empty() || kernel.grid.size() > 3)
     diags.report(kernel.gridLoc, DiagId::GridRank, kernel.grid.size());
-  if (kernel.hasWarps && (!isPowerOfTwo(kernel.warps) || kernel.warps > 16))
-    diags.report(kernel.warpsLoc, DiagId::WarpsOutOfRange, kernel.warps);
 
   bool hasOutput = false;
   for (const ast::Param &param : kernel.params)
@@ -137,7 +144,7 @@ void checkKernelHeader(const ast::Kernel &kernel, DiagnosticEngine &diags) {
 
 } // namespace
 
-bool checkFile(const ast::File &file, DiagnosticEngine &diags) {
+bool checkFile(const ast::File &file, DiagnosticEngine &diags, int64_t sm) {
   unsigned errorsBefore = diags.errorCount();
   std::map<std::string, SourceLocation> kernels;
   for (const ast::Kernel &kernel : file.kernels) {
@@ -148,7 +155,7 @@ bool checkFile(const ast::File &file, DiagnosticEngine &diags) {
     }
     checkKernelHeader(kernel, diags);
 
-    std::vector<Specialization> specializations = specializationsOf(kernel);
+    std::vector<Specialization> specializations = specializationsOf(kernel, sm);
     SpecializationReporter reporter(true);
     for (size_t i = 0; i < specializations.size(); ++i) {
       reporter.setSpecialization(i);
@@ -210,19 +217,40 @@ void KernelChecker::run() {
         symbol.value = specialization_.lookup(dim.symbol);
         define(dim.symbol, symbol);
       }
+  // The built-in `sm` (before the `where`s, which may use it), unless the
+  // kernel names something so.
+  bool namesSm = std::any_of(kernel_.wheres.begin(), kernel_.wheres.end(),
+                             [](const ast::WhereParam &w) { return w.name == kBuiltinSm; });
+  for (const ast::Param &param : kernel_.params) {
+    namesSm |= param.name == kBuiltinSm;
+    for (const ast::Dim &dim : param.dims)
+      namesSm |= dim.isSymbol() && dim.symbol == kBuiltinSm;
+  }
+  if (!namesSm) {
+    Symbol symbol;
+    symbol.kind = Symbol::Kind::WhereConst;
+    symbol.loc = kernel_.loc;
+    symbol.type = Type::scalar(ElemType::I32);
+    symbol.value = specialization_.sm;
+    symbol.used = true;
+    define(kBuiltinSm, symbol);
+    facts_.derived[kBuiltinSm] = specialization_.sm;
+  }
   for (const ast::WhereParam &where : kernel_.wheres)
     if (!lookup(where.name)) {
       Symbol symbol;
       symbol.kind = Symbol::Kind::WhereConst;
       symbol.loc = where.loc;
       symbol.type = Type::scalar(ElemType::I32);
-      symbol.value = specialization_.lookup(where.name);
+      symbol.value = where.derived ? derivedValue(where) : specialization_.lookup(where.name);
       define(where.name, symbol);
     }
 
   inGrid_ = true;
   for (const ast::ExprPtr &extent : kernel_.grid)
     requireIntScalar(checkValue(*extent), "a grid extent", extent->loc);
+  if (kernel_.warps)
+    checkWarps(*kernel_.warps);
   inGrid_ = false;
 
   scopes_.emplace_back();
@@ -268,6 +296,48 @@ void KernelChecker::checkStatements(const std::vector<ast::StmtPtr> &body) {
     case ast::StmtKind::For: checkFor(*stmt); break;
     }
   }
+}
+
+/// `where NAME = e`: e is evaluated under the specialisation, from literals
+/// and the `where` values before it.
+std::optional<int64_t> KernelChecker::derivedValue(const ast::WhereParam &where) {
+  Type type = checkValue(*where.derived);
+  if (!type.isScalar() || type.elem != ElemType::I32) {
+    requireIntScalar(type, fmt::format("`{}`", where.name).c_str(), where.derived->loc);
+    return std::nullopt;
+  }
+  quiet_ = true;
+  std::optional<int64_t> value = evalConst(*where.derived);
+  quiet_ = false;
+  if (!value) {
+    report(where.derived->loc, DiagId::WhereNotConstant, where.name);
+    return std::nullopt;
+  }
+  facts_.derived[where.name] = *value;
+  return value;
+}
+
+/// `warps(e)`: e is evaluated under each specialisation, so that a schedule
+/// can differ between them (`warps(where(D == 64, 12, 8))`). 12 (three
+/// warpgroups) is allowed besides powers of two.
+void KernelChecker::checkWarps(const ast::Expr &expr) {
+  Type type = checkValue(expr);
+  if (!type.isScalar() || type.elem != ElemType::I32) {
+    requireIntScalar(type, "`warps`", expr.loc);
+    return;
+  }
+  quiet_ = true;
+  std::optional<int64_t> warps = evalConst(expr);
+  quiet_ = false;
+  if (!warps) {
+    report(kernel_.warpsLoc, DiagId::WarpsNotConstant);
+    return;
+  }
+  if ((!isPowerOfTwo(*warps) && *warps != 12) || *warps > 16) {
+    report(kernel_.warpsLoc, DiagId::WarpsOutOfRange, *warps);
+    return;
+  }
+  facts_.warps = *warps;
 }
 
 void KernelChecker::checkAssign(const ast::Stmt &stmt) {

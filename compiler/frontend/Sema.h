@@ -3,6 +3,7 @@
 #include "frontend/SemaTypes.h"
 #include "support/Diagnostics.h"
 
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -14,6 +15,9 @@ namespace tkc::sema {
 /// declaration order. A kernel without `where` has one, empty, specialisation.
 struct Specialization {
   std::vector<std::pair<std::string, int64_t>> values;
+  /// The target's compute capability (80, 90): the value of the built-in
+  /// constant `sm`, so that a schedule can differ between targets.
+  int64_t sm = 80;
 
   std::optional<int64_t> lookup(const std::string &name) const;
   /// `attn__D64__causal0`; the plain kernel name when there are no values.
@@ -27,7 +31,7 @@ constexpr size_t kMaxSpecializations = 64;
 
 /// The cartesian product of the kernel's `where` values, first parameter
 /// varying slowest; capped at kMaxSpecializations.
-std::vector<Specialization> specializationsOf(const ast::Kernel &kernel);
+std::vector<Specialization> specializationsOf(const ast::Kernel &kernel, int64_t sm = 80);
 
 /// Everything the checker worked out about one kernel under one
 /// specialisation that lowering needs and cannot see in the syntax.
@@ -37,6 +41,10 @@ struct KernelFacts {
   std::unordered_map<const ast::Expr *, std::vector<int64_t>> sliceSizes;
   /// `fill` calls: the constant.
   std::unordered_map<const ast::Expr *, double> fillValues;
+  /// Warps per block under this specialisation.
+  int64_t warps = 4;
+  /// The values of `where NAME = e` under this specialisation.
+  std::map<std::string, int64_t> derived;
 
   const Type &typeOf(const ast::Expr &expr) const;
 };
@@ -44,7 +52,7 @@ struct KernelFacts {
 /// Checks every kernel of the file under every specialisation and reports
 /// problems. Returns true if there were no errors. A problem that appears
 /// only under some specialisations gets a note naming the first of them.
-bool checkFile(const ast::File &file, DiagnosticEngine &diags);
+bool checkFile(const ast::File &file, DiagnosticEngine &diags, int64_t sm = 80);
 
 /// Re-derives the facts of one kernel that checkFile accepted.
 KernelFacts analyzeKernel(const ast::Kernel &kernel, const Specialization &specialization);

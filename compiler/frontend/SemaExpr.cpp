@@ -322,23 +322,27 @@ std::optional<int64_t> KernelChecker::evalConst(const Expr &expr) {
       return symbol->value;
     return notConstant(expr);
   }
-  case ExprKind::Unary:
-    if (expr.unaryOp == ast::UnaryOp::Neg) {
-      auto value = evalConst(expr.operand(0));
-      if (value)
-        return -*value;
+  case ExprKind::Unary: {
+    auto value = evalConst(expr.operand(0));
+    if (!value)
       return std::nullopt;
-    }
-    return notConstant(expr);
+    return expr.unaryOp == ast::UnaryOp::Neg ? -*value : int64_t(*value == 0);
+  }
   case ExprKind::Binary: {
-    if (ast::isComparison(expr.binaryOp) || ast::isLogical(expr.binaryOp))
-      return notConstant(expr);
     auto lhs = evalConst(expr.operand(0));
     auto rhs = evalConst(expr.operand(1));
     if (!lhs || !rhs)
       return std::nullopt;
     int64_t result = 0;
     switch (expr.binaryOp) {
+    case ast::BinaryOp::Eq: return *lhs == *rhs;
+    case ast::BinaryOp::Ne: return *lhs != *rhs;
+    case ast::BinaryOp::Lt: return *lhs < *rhs;
+    case ast::BinaryOp::Le: return *lhs <= *rhs;
+    case ast::BinaryOp::Gt: return *lhs > *rhs;
+    case ast::BinaryOp::Ge: return *lhs >= *rhs;
+    case ast::BinaryOp::And: return *lhs != 0 && *rhs != 0;
+    case ast::BinaryOp::Or: return *lhs != 0 || *rhs != 0;
     case ast::BinaryOp::Add: result = *lhs + *rhs; break;
     case ast::BinaryOp::Sub: result = *lhs - *rhs; break;
     case ast::BinaryOp::Mul: result = *lhs * *rhs; break;
@@ -360,6 +364,14 @@ std::optional<int64_t> KernelChecker::evalConst(const Expr &expr) {
     return result;
   }
   case ExprKind::Call:
+    // A `where` whose condition is known picks one side: schedules that
+    // differ between specialisations (`bm = where(D == 64, 192, 128)`).
+    if (expr.name == "where" && expr.operands.size() == 3) {
+      auto condition = evalConst(expr.operand(0));
+      if (!condition)
+        return std::nullopt;
+      return evalConst(expr.operand(*condition != 0 ? 1 : 2));
+    }
     if ((expr.name == "cdiv" || expr.name == "min" || expr.name == "max") && expr.operands.size() == 2) {
       auto a = evalConst(expr.operand(0));
       auto b = evalConst(expr.operand(1));

@@ -87,7 +87,7 @@ public:
     out_.name = specialization_.kernelName(kernel_.name);
     out_.sourceName = kernel_.name;
     out_.specialization = specialization_.values;
-    out_.warps = static_cast<int>(kernel_.warps);
+    out_.warps = static_cast<int>(facts_.warps);
     out_.loc = kernel_.loc;
     createParameters();
     lowerLaunch();
@@ -295,10 +295,12 @@ private:
   ir::Value *lowerName(const Expr &expr) {
     if (auto it = variables_.find(expr.name); it != variables_.end())
       return it->second;
-    if (auto value = specialization_.lookup(expr.name)) {
+    std::optional<int64_t> value = specialization_.lookup(expr.name);
+    if (auto derived = facts_.derived.find(expr.name); derived != facts_.derived.end())
+      value = derived->second;
+    if (value) {
       builder_->setLoc(expr.loc);
-      ir::Value *constant = builder_->constInt(*value);
-      return constant;
+      return builder_->constInt(*value);
     }
     return dims_->at(expr.name);
   }
@@ -437,10 +439,10 @@ private:
 
 } // namespace
 
-std::unique_ptr<ir::Module> lowerToIR(const ast::File &file, DiagnosticEngine &diags) {
+std::unique_ptr<ir::Module> lowerToIR(const ast::File &file, DiagnosticEngine &diags, int64_t sm) {
   auto module = std::make_unique<ir::Module>();
   for (const ast::Kernel &kernel : file.kernels)
-    for (const sema::Specialization &specialization : sema::specializationsOf(kernel)) {
+    for (const sema::Specialization &specialization : sema::specializationsOf(kernel, sm)) {
       module->kernels.push_back(std::make_unique<ir::Kernel>());
       KernelLowering(kernel, specialization, *module->kernels.back()).run();
     }

@@ -12,6 +12,7 @@ namespace tkc {
 /// ops and unplaced tile types that compiler/ir/README.md lists for the
 /// lowering phase. Every op carries the location of the construct it came
 /// from and values keep the source variable names as hints.
-std::unique_ptr<ir::Module> lowerToIR(const ast::File &file, DiagnosticEngine &diags);
+/// `sm`: the target's compute capability, the value of the built-in `sm`.
+std::unique_ptr<ir::Module> lowerToIR(const ast::File &file, DiagnosticEngine &diags, int64_t sm = 80);
 
 } // namespace tkc

@@ -188,9 +188,9 @@ private:
     // Otherwise the most square warp tile whose width is a multiple of 16
     // (so B fragments load two n-tiles per ldmatrix.x4).
     double best = 1e30;
-    for (int gm = 1; gm <= warps; gm *= 2) {
+    for (int gm = 1; gm <= warps; ++gm) {
       int gn = warps / gm;
-      if (maxM % (16 * gm) || maxN % (16 * gn))
+      if (warps % gm || maxM % (16 * gm) || maxN % (16 * gn))
         continue;
       double ratio = double(maxM / gm) / double(maxN / gn);
       double score = ratio > 1 ? ratio : 1 / ratio;

@@ -199,13 +199,15 @@ int main(int argc, char **argv) {
     return runIRFile(sources, file, diags, symbols);
 
   ast::File ast = parseFile(lexBuffer(sources, file, diags), diags);
-  if (diags.hasErrors() || !sema::checkFile(ast, diags))
-    return 1;
-  std::unique_ptr<ir::Module> module = lowerToIR(ast, diags);
   const Target *target = Target::lookup(targetName);
-  if (!target)
+  if (!target) {
     diags.report({}, DiagId::UnknownTarget, targetName.getValue());
-  if (!module || !target)
+    return 1;
+  }
+  if (diags.hasErrors() || !sema::checkFile(ast, diags, target->computeCapability))
+    return 1;
+  std::unique_ptr<ir::Module> module = lowerToIR(ast, diags, target->computeCapability);
+  if (!module)
     return 1;
   if (kernelName.empty()) {
     std::fprintf(stderr, "tkc-interp: error: a .tk input needs --kernel\n");

@@ -213,7 +213,7 @@ void printAfterPhase(const std::string &phase, const ir::Module &module) {
 /// Runs everything after parsing; returns the text to write, or nullopt.
 std::optional<std::string> compile(ast::File &file, const Target &target, DiagnosticEngine &diags,
                                    const SourceManager &sources) {
-  if (!sema::checkFile(file, diags) || diags.hasErrors())
+  if (!sema::checkFile(file, diags, target.computeCapability) || diags.hasErrors())
     return std::nullopt;
   if (emitKind == EmitKind::Ast)
     return ast::dumpAST(file);
@@ -229,7 +229,7 @@ std::optional<std::string> compile(ast::File &file, const Target &target, Diagno
   auto passes = selectPasses(diags);
   if (!passes)
     return std::nullopt;
-  std::unique_ptr<ir::Module> module = lowerToIR(file, diags);
+  std::unique_ptr<ir::Module> module = lowerToIR(file, diags, target.computeCapability);
   if (!module || diags.hasErrors() || !ir::verifyModule(*module, diags))
     return std::nullopt;
   printAfterPhase(kLowerPhase, *module);

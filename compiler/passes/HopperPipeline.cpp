@@ -470,31 +470,24 @@ private:
       };
       return std::distance(body.ops.begin(), std::find_if(body.ops.begin(), body.ops.end(), reads));
     };
-    Op *earliest = *std::min_element(loads.begin(), loads.end(),
-                                     [&](Op *x, Op *y) { return firstReader(x) < firstReader(y); });
-    loads = {earliest};
+    Op *load = *std::min_element(loads.begin(), loads.end(),
+                                 [&](Op *x, Op *y) { return firstReader(x) < firstReader(y); });
+    Value *v = load->result();
+    std::map<Value *, Value *> firstCloned, nextCloned;
     Builder pre(*loop_.parent, passes::positionOf(loop_));
-    pre.setLoc(loop_.loc);
-    Builder at(body, passes::positionOf(*loads.front()));
-    at.setLoc(loop_.loc);
+    pre.setLoc(load->loc);
+    Value *first = passes::cloneForIteration(pre, loop_, v, lo, firstCloned);
+    Builder at(body, passes::positionOf(*load));
+    at.setLoc(load->loc);
     Value *k = body.args[0].get();
     Value *next = at.value(OpKind::Min, {at.value(OpKind::Add, {k, at.constInt(1)}, scalarI32()),
                                          at.value(OpKind::Sub, {hi, at.constInt(1)}, scalarI32())},
                            scalarI32());
-    Op &yield = *body.ops.back();
-    std::map<Value *, Value *> firstCloned, nextCloned;
-    for (Op *load : loads) {
-      Value *v = load->result();
-      Value *first = passes::cloneForIteration(pre, loop_, v, lo, firstCloned);
-      at.setLoc(load->loc);
-      Value *ahead = passes::cloneForIteration(at, loop_, v, next, nextCloned);
-      Value *carried = addCarried(first, v, v->nameHint.empty() ? "ahead" : v->nameHint + "_ahead");
-      replaceAllUsesIn(body, v, carried);
-      yield.operands.push_back(ahead);
-    }
-    // (after the cloning: the builder inserts before the first load)
-    for (Op *load : loads)
-      passes::eraseOp(*load);
+    Value *ahead = passes::cloneForIteration(at, loop_, v, next, nextCloned);
+    Value *carried = addCarried(first, v, v->nameHint.empty() ? "ahead" : v->nameHint + "_ahead");
+    replaceAllUsesIn(body, v, carried);
+    body.ops.back()->operands.push_back(ahead);
+    passes::eraseOp(*load);
   }
 
   /// Moves each product of the body up to just after what it reads (with the

@@ -4,7 +4,11 @@
 //
 //   * Warpgroup 0 is the producer: one thread issues the bulk copies, and
 //     the warpgroup gives registers back (`regs`, setmaxnreg.dec).
-//     Warpgroups 1.. are the consumers and take the registers it freed.
+//     Warpgroups 1.. are the consumers and take the registers it freed. A
+//     kernel with a single consumer warpgroup whose shared buffers fit
+//     twice shares the multiprocessor with a second block: each block's
+//     roles split half the register file (24 + 232 registers per thread),
+//     and codegen bounds the kernel for two blocks.
 //     `warpgroup_role` ops open each role's region; `warpgroup_role_end`
 //     closes the last one.
 //   * The grid becomes min(tiles, multiprocessors) blocks; each role walks

@@ -53,237 +53,266 @@ public:
 
   void run() {
     stages_ = loop_.intAttr("hopper_stages");
-    Block &body = *loop_.body;
-    std::vector<Op *> mmas, streamed;
-    for (auto &op : body.ops) {
-      if (op->kind == OpKind::Mma)
-        mmas.push_back(op.get());
-      if (op->kind == OpKind::Load && op->result()->type.isShared())
-        streamed.push_back(op.get());
-    }
-    // Shared tiles loaded once before the loop for its products.
-    std::vector<Op *> resident;
-    for (Op *mma : mmas)
-      for (Value *operand : {mma->operands[0], mma->operands[1]})
-        if (Op *def = operand->definingOp; def && def->kind == OpKind::Load && def->parent != &body &&
-                                            std::find(resident.begin(), resident.end(), def) == resident.end())
-          resident.push_back(def);
+    lo_ = loop_.operands[0];
+    hi_ = loop_.operands[1];
+    collectOperands();
     // One accumulating product and nothing else: keep a wgmma group in flight
     // across iterations. Otherwise each product completes before its result
-    // is used, and the slot is released at the end of the iteration.
+    // is used (or, if it only feeds the next iteration, before that reads it).
+    Block &body = *loop_.body;
     Op &yield = *body.ops.back();
-    bool chain = mmas.size() == 1 && resident.empty() && mmas[0]->operands[2] == body.args[1].get() &&
-                 yield.operands.size() == 1 && yield.operands[0] == mmas[0]->result();
-    int consumerWarps = mmas.front()->result()->type.layout.warpsM;
+    bool chain = mmas_.size() == 1 && resident_.empty() && mmas_[0]->operands[2] == body.args[1].get() &&
+                 yield.operands.size() == 1 && yield.operands[0] == mmas_[0]->result();
+    buildProducer();
+    readSlotsInConsumer();
+    if (chain) {
+      scheduleChain();
+      dropLoads();
+      releaseAfterLoop({loop_.result()}, std::next(passes::positionOf(loop_)));
+      return;
+    }
+    scheduleProducts();
+  }
 
+private:
+  /// The loop's products, the shared tiles it loads (streamed), and those
+  /// its products read that were loaded once before it (resident).
+  void collectOperands() {
+    Block &body = *loop_.body;
+    for (auto &op : body.ops) {
+      if (op->kind == OpKind::Mma)
+        mmas_.push_back(op.get());
+      if (op->kind == OpKind::Load && op->result()->type.isShared())
+        streamed_.push_back(op.get());
+    }
+    for (Op *mma : mmas_)
+      for (Value *operand : {mma->operands[0], mma->operands[1]})
+        if (Op *def = operand->definingOp; def && def->kind == OpKind::Load && def->parent != &body &&
+                                            std::find(resident_.begin(), resident_.end(), def) == resident_.end())
+          resident_.push_back(def);
+    consumerWarps_ = mmas_.front()->result()->type.layout.warpsM;
+  }
+
+  /// Slot buffers and barriers before the loop, the resident tiles' copies,
+  /// and the producer loop: a clone of the loop's address arithmetic and
+  /// its loads, as bulk copies into the slots.
+  void buildProducer() {
     Block &outer = *loop_.parent;
     Builder b(outer, passes::positionOf(loop_));
     b.setLoc(loop_.loc);
-    std::vector<Value *> buffers;
-    for (Op *load : streamed)
-      buffers.push_back(staged(b, load, stages_, buffers.empty() ? "a_buf" : "b_buf"));
-    std::vector<Value *> residentBuffers;
-    for (Op *load : resident)
-      residentBuffers.push_back(staged(b, load, 1, "once_buf"));
+    for (Op *load : streamed_)
+      buffers_.push_back(staged(b, load, stages_, buffers_.empty() ? "a_buf" : "b_buf"));
+    for (Op *load : resident_)
+      residentBuffers_.push_back(staged(b, load, 1, "once_buf"));
     Type barType = Type::tile(DType::I32, {stages_, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1});
-    Value *full = b.value(OpKind::SmemAlloc, {}, barType);
-    full->nameHint = "full";
-    Value *empty = b.value(OpKind::SmemAlloc, {}, barType);
-    empty->nameHint = "empty";
-    Value *once = nullptr;
-    if (!resident.empty()) {
-      once = b.value(OpKind::SmemAlloc, {},
-                     Type::tile(DType::I32, {1, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1}));
-      once->nameHint = "once";
+    full_ = b.value(OpKind::SmemAlloc, {}, barType);
+    full_->nameHint = "full";
+    empty_ = b.value(OpKind::SmemAlloc, {}, barType);
+    empty_->nameHint = "empty";
+    if (!resident_.empty()) {
+      once_ = b.value(OpKind::SmemAlloc, {},
+                      Type::tile(DType::I32, {1, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1}));
+      once_->nameHint = "once";
     }
-    b.create(OpKind::MbarrierInit, {full}, {}, {{"count", Attr(int64_t(1))}});
-    b.create(OpKind::MbarrierInit, {empty}, {}, {{"count", Attr(int64_t(consumerWarps))}});
-    if (once)
-      b.create(OpKind::MbarrierInit, {once}, {}, {{"count", Attr(int64_t(1))}});
+    b.create(OpKind::MbarrierInit, {full_}, {}, {{"count", Attr(int64_t(1))}});
+    b.create(OpKind::MbarrierInit, {empty_}, {}, {{"count", Attr(int64_t(consumerWarps_))}});
+    if (once_)
+      b.create(OpKind::MbarrierInit, {once_}, {}, {{"count", Attr(int64_t(1))}});
     b.create(OpKind::Barrier, {}, {});
-    Value *base = b.constInt(0);
-    base->nameHint = "it_base";
-    Value *lo = loop_.operands[0];
-    Value *hi = loop_.operands[1];
-    Value *step = loop_.operands[2];
+    base_ = b.constInt(0);
+    base_->nameHint = "it_base";
     int64_t stageBytes = 0;
-    for (Op *load : streamed)
+    for (Op *load : streamed_)
       stageBytes += passes::sharedBufferBytes(load->result()->type);
 
     // Resident tiles: the producer copies them first, on their own barrier.
-    if (once) {
+    if (once_) {
       Value *zero = b.constInt(0);
       int64_t bytes = 0;
-      for (Op *load : resident)
+      for (Op *load : resident_)
         bytes += passes::sharedBufferBytes(load->result()->type);
-      b.create(OpKind::MbarrierExpectTx, {once, zero}, {}, {{"bytes", Attr(bytes)}, {"role", Attr(std::string("producer"))}});
-      for (size_t i = 0; i < resident.size(); ++i) {
-        std::vector<Value *> operands{residentBuffers[i], zero, once};
-        operands.insert(operands.end(), resident[i]->operands.begin(), resident[i]->operands.end());
-        b.setLoc(resident[i]->loc);
+      b.create(OpKind::MbarrierExpectTx, {once_, zero}, {},
+               {{"bytes", Attr(bytes)}, {"role", Attr(std::string("producer"))}});
+      for (size_t i = 0; i < resident_.size(); ++i) {
+        std::vector<Value *> operands{residentBuffers_[i], zero, once_};
+        operands.insert(operands.end(), resident_[i]->operands.begin(), resident_[i]->operands.end());
+        b.setLoc(resident_[i]->loc);
         b.create(OpKind::TmaLoad, operands, {},
-                 {{"sizes", resident[i]->attrs.at("sizes")}, {"role", Attr(std::string("producer"))}});
+                 {{"sizes", resident_[i]->attrs.at("sizes")}, {"role", Attr(std::string("producer"))}});
       }
       b.setLoc(loop_.loc);
     }
 
-    // The producer: a clone of the loop's address arithmetic and its loads.
-    Op *producer = b.create(OpKind::For, {lo, hi, step}, {}, {{"role", Attr(std::string("producer"))}});
+    Op *producer = b.create(OpKind::For, {lo_, hi_, loop_.operands[2]}, {}, {{"role", Attr(std::string("producer"))}});
     producer->body = std::make_unique<Block>();
     producer->body->parentOp = producer;
     Value *pk = producer->body->addArg(scalarI32(), loop_.body->args[0]->nameHint);
-    {
-      Builder pb(*producer->body);
-      pb.setLoc(loop_.loc);
-      Value *it = iteration(pb, pk, lo, base);
-      pb.create(OpKind::MbarrierWait, {empty, it}, {}, {{"release", Attr(int64_t(1))}});
-      pb.create(OpKind::MbarrierExpectTx, {full, it}, {}, {{"bytes", Attr(stageBytes)}});
-      std::map<Value *, Value *> cloned;
-      for (size_t i = 0; i < streamed.size(); ++i) {
-        Op *load = streamed[i];
-        std::vector<Value *> operands{buffers[i], it, full, load->operands[0]};
-        for (size_t j = 1; j < load->operands.size(); ++j)
-          operands.push_back(passes::cloneForIteration(pb, loop_, load->operands[j], pk, cloned));
-        std::map<std::string, Attr> attrs{{"sizes", load->attrs.at("sizes")}};
-        pb.setLoc(load->loc);
-        pb.create(OpKind::TmaLoad, operands, {}, attrs);
-      }
-      pb.create(OpKind::Yield, {}, {});
+    Builder pb(*producer->body);
+    pb.setLoc(loop_.loc);
+    Value *it = iteration(pb, pk, lo_, base_);
+    pb.create(OpKind::MbarrierWait, {empty_, it}, {}, {{"release", Attr(int64_t(1))}});
+    pb.create(OpKind::MbarrierExpectTx, {full_, it}, {}, {{"bytes", Attr(stageBytes)}});
+    std::map<Value *, Value *> cloned;
+    for (size_t i = 0; i < streamed_.size(); ++i) {
+      Op *load = streamed_[i];
+      std::vector<Value *> operands{buffers_[i], it, full_, load->operands[0]};
+      for (size_t j = 1; j < load->operands.size(); ++j)
+        operands.push_back(passes::cloneForIteration(pb, loop_, load->operands[j], pk, cloned));
+      std::map<std::string, Attr> attrs{{"sizes", load->attrs.at("sizes")}};
+      pb.setLoc(load->loc);
+      pb.create(OpKind::TmaLoad, operands, {}, attrs);
     }
+    pb.create(OpKind::Yield, {}, {});
+  }
 
-    // The consumer: the original loop, reading the slots.
-    if (once) {
-      Builder wb(outer, passes::positionOf(loop_));
+  /// The consumer is the original loop: it waits for the resident tiles
+  /// once, and in each iteration for its slot, and reads the tiles there.
+  void readSlotsInConsumer() {
+    Block &body = *loop_.body;
+    if (once_) {
+      Builder wb(*loop_.parent, passes::positionOf(loop_));
       wb.setLoc(loop_.loc);
       Value *zero = wb.constInt(0);
-      wb.create(OpKind::MbarrierWait, {once, zero}, {}, {{"release", Attr(int64_t(0))}});
-      for (size_t i = 0; i < resident.size(); ++i) {
-        Value *view = wb.value(OpKind::StageView, {residentBuffers[i], zero}, resident[i]->result()->type);
-        view->nameHint = resident[i]->result()->nameHint;
-        replaceAllUsesIn(body, resident[i]->result(), view);
+      wb.create(OpKind::MbarrierWait, {once_, zero}, {}, {{"release", Attr(int64_t(0))}});
+      for (size_t i = 0; i < resident_.size(); ++i) {
+        Value *view = wb.value(OpKind::StageView, {residentBuffers_[i], zero}, resident_[i]->result()->type);
+        view->nameHint = resident_[i]->result()->nameHint;
+        replaceAllUsesIn(body, resident_[i]->result(), view);
       }
     }
     loop_.attrs.erase("hopper_stages");
     loop_.attrs["role"] = Attr(std::string("consumer"));
-    Value *ck = body.args[0].get();
     Builder cb(body, body.ops.begin());
     cb.setLoc(loop_.loc);
-    Value *it = iteration(cb, ck, lo, base);
-    cb.create(OpKind::MbarrierWait, {full, it}, {}, {{"release", Attr(int64_t(0))}});
-    Value *slot = cb.value(OpKind::Rem, {it, cb.constInt(stages_)}, scalarI32());
+    it_ = iteration(cb, body.args[0].get(), lo_, base_);
+    cb.create(OpKind::MbarrierWait, {full_, it_}, {}, {{"release", Attr(int64_t(0))}});
+    Value *slot = cb.value(OpKind::Rem, {it_, cb.constInt(stages_)}, scalarI32());
     slot->nameHint = "slot";
-    for (size_t i = 0; i < streamed.size(); ++i) {
-      Value *view = cb.value(OpKind::StageView, {buffers[i], slot}, streamed[i]->result()->type);
-      view->nameHint = streamed[i]->result()->nameHint;
-      replaceAllUsesIn(body, streamed[i]->result(), view);
+    for (size_t i = 0; i < streamed_.size(); ++i) {
+      Value *view = cb.value(OpKind::StageView, {buffers_[i], slot}, streamed_[i]->result()->type);
+      view->nameHint = streamed_[i]->result()->nameHint;
+      replaceAllUsesIn(body, streamed_[i]->result(), view);
     }
-    if (!chain) {
-      prefetchRegisterLoads();
-      mmas = issueEarly(body);
-    }
-    // A product that only feeds the next iteration (an accumulator) stays in
-    // flight across the end of the iteration: it is waited for where the
-    // next iteration first reads an accumulator, after that iteration's
-    // first products have been issued, and its slot is released there.
+  }
+
+  /// Replaces `mma` by fence, wgmma, commit; returns the wgmma's result.
+  Value *issue(Op &mma) {
+    Block &body = *loop_.body;
+    Builder at(body, passes::positionOf(mma));
+    at.setLoc(mma.loc);
+    at.create(OpKind::WgmmaFence, {}, {});
+    std::map<std::string, Attr> attrs;
+    if (mma.hasAttr("trans_b"))
+      attrs["trans_b"] = mma.attrs.at("trans_b");
+    Value *next = at.value(OpKind::Wgmma, mma.operands, mma.result()->type, attrs);
+    next->nameHint = mma.result()->nameHint;
+    at.create(OpKind::WgmmaCommit, {}, {});
+    replaceAllUsesIn(body, mma.result(), next);
+    passes::eraseOp(mma);
+    return next;
+  }
+
+  /// A GEMM step: one group stays in flight; each iteration waits for the
+  /// previous one's and then releases the slot it read.
+  void scheduleChain() {
+    Block &body = *loop_.body;
+    Value *next = issue(*mmas_.front());
+    Builder at(body, std::next(passes::positionOf(*next->definingOp), 2));
+    at.setLoc(next->definingOp->loc);
+    at.create(OpKind::WgmmaWait, {}, {}, {{"pending", Attr(int64_t(1))}});
+    Value *prev = at.value(OpKind::Sub, {it_, at.constInt(1)}, scalarI32());
+    Value *hasPrev = at.value(OpKind::Gt, {it_, base_}, Type::scalar(DType::I1));
+    at.create(OpKind::MbarrierArrive, {empty_, prev, hasPrev}, {});
+  }
+
+  /// Several products with work between them (attention): each issued as
+  /// early as its operands allow and waited for before it is first read;
+  /// products that only feed the next iteration stay in flight until the
+  /// next iteration first reads one of them, which releases the slot they
+  /// read; with two products, the second is rotated (rotateDeferred).
+  void scheduleProducts() {
+    Block &body = *loop_.body;
+    Op &yield = *body.ops.back();
+    prefetchRegisterLoads();
+    mmas_ = issueEarly(body);
     std::vector<Value *> deferredArgs, deferredResults;
-    if (!chain) {
-      passes::UseCounts uses = passes::countUses(body);
-      for (Op *mma : mmas)
-        for (size_t i = 0; i < yield.operands.size(); ++i)
-          if (yield.operands[i] == mma->result() && uses[mma->result()] == 1) {
-            deferredArgs.push_back(body.args[1 + i].get());
-            deferredResults.push_back(loop_.results[i].get());
-          }
-    }
-    Value *deferredArg = deferredArgs.empty() ? nullptr : deferredArgs.front();
-    Value *deferredResult = deferredResults.empty() ? nullptr : deferredResults.front();
+    passes::UseCounts uses = passes::countUses(body);
+    for (Op *mma : mmas_)
+      for (size_t i = 0; i < yield.operands.size(); ++i)
+        if (yield.operands[i] == mma->result() && uses[mma->result()] == 1) {
+          deferredArgs.push_back(body.args[1 + i].get());
+          deferredResults.push_back(loop_.results[i].get());
+        }
     std::vector<Value *> issued, awaited;
-    for (Op *mma : mmas) {
-      // mma -> fence, wgmma, commit, and a wait: for the previous group
-      // (chain), or for this one before its result is first read.
-      Builder at(body, passes::positionOf(*mma));
-      at.setLoc(mma->loc);
-      at.create(OpKind::WgmmaFence, {}, {});
-      std::map<std::string, Attr> attrs;
-      if (mma->hasAttr("trans_b"))
-        attrs["trans_b"] = mma->attrs.at("trans_b");
-      Value *next = at.value(OpKind::Wgmma, mma->operands, mma->result()->type, attrs);
-      next->nameHint = mma->result()->nameHint;
-      at.create(OpKind::WgmmaCommit, {}, {});
-      if (chain) {
-        at.create(OpKind::WgmmaWait, {}, {}, {{"pending", Attr(int64_t(1))}});
-        Value *prev = at.value(OpKind::Sub, {it, at.constInt(1)}, scalarI32());
-        Value *hasPrev = at.value(OpKind::Gt, {it, base}, Type::scalar(DType::I1));
-        at.create(OpKind::MbarrierArrive, {empty, prev, hasPrev}, {});
-      } else if (!isDeferred(yield, body, mma->result(), deferredArgs)) {
+    for (Op *mma : mmas_) {
+      bool deferred = isDeferred(yield, body, mma->result(), deferredArgs);
+      Value *next = issue(*mma);
+      if (!deferred)
         awaited.push_back(next);
-      }
-      replaceAllUsesIn(body, mma->result(), next);
-      passes::eraseOp(*mma);
       issued.push_back(next);
     }
     for (Value *product : awaited)
       waitBeforeFirstUse(product);
-    Op *deferredWait = nullptr;
-    if (deferredArg) {
-      // The groups committed so far in this iteration are newer than the
-      // deferred ones and may stay in flight.
-      auto firstUse = std::find_if(body.ops.begin(), std::prev(body.ops.end()), [&](const std::unique_ptr<Op> &op) {
-        return std::any_of(op->operands.begin(), op->operands.end(), [&](Value *v) {
-          return std::find(deferredArgs.begin(), deferredArgs.end(), v) != deferredArgs.end();
-        });
-      });
-      int64_t newer = std::count_if(body.ops.begin(), firstUse,
-                                    [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::WgmmaCommit; });
-      Builder at(body, firstUse);
-      at.setLoc(loop_.loc);
-      deferredWait = at.create(OpKind::WgmmaWait, deferredArgs, {}, {{"pending", Attr(newer)}});
-      Value *prev = at.value(OpKind::Sub, {it, at.constInt(1)}, scalarI32());
-      Value *hasPrev = at.value(OpKind::Gt, {it, base}, Type::scalar(DType::I1));
-      at.create(OpKind::MbarrierArrive, {empty, prev, hasPrev}, {});
-    } else if (!chain) {
+    if (deferredArgs.empty()) {
       Builder end(body, std::prev(body.ops.end()));
       end.setLoc(loop_.loc);
       Value *always = end.value(OpKind::Const, {}, Type::scalar(DType::I1), {{"value", Attr(int64_t(1))}});
-      end.create(OpKind::MbarrierArrive, {empty, it, always}, {});
-    }
-    // Loads (and the scalar arithmetic only they used) leave the consumer.
-    for (Op *load : streamed)
-      passes::eraseOp(*load);
-    for (Op *load : resident)
-      passes::eraseOp(*load);
-    removeDeadScalars(body);
-    removeDeadScalars(outer);
-    if (!chain && !deferredArg)
+      end.create(OpKind::MbarrierArrive, {empty_, it_, always}, {});
+      dropLoads();
       return;
-    Value *last = chain ? loop_.result() : deferredResult;
-    if (deferredWait && issued.size() == 2 && deferredArgs.size() == 1 &&
-        isDeferred(yield, body, issued[1], deferredArgs))
-      if (Value *rotated = rotateDeferred(*issued[0]->definingOp, *issued[1]->definingOp, *deferredWait,
-                                          deferredArg, deferredResult)) {
-        last = rotated;
-        if (consumerWarps >= 8)
-          takeTurns(*issued[0]->definingOp, *rotated->definingOp);
-      }
+    }
+    // The groups committed so far in this iteration are newer than the
+    // deferred ones and may stay in flight.
+    auto firstUse = std::find_if(body.ops.begin(), std::prev(body.ops.end()), [&](const std::unique_ptr<Op> &op) {
+      return std::any_of(op->operands.begin(), op->operands.end(), [&](Value *v) {
+        return std::find(deferredArgs.begin(), deferredArgs.end(), v) != deferredArgs.end();
+      });
+    });
+    int64_t newer = std::count_if(body.ops.begin(), firstUse,
+                                  [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::WgmmaCommit; });
+    Builder at(body, firstUse);
+    at.setLoc(loop_.loc);
+    Op *deferredWait = at.create(OpKind::WgmmaWait, deferredArgs, {}, {{"pending", Attr(newer)}});
+    Value *prev = at.value(OpKind::Sub, {it_, at.constInt(1)}, scalarI32());
+    Value *hasPrev = at.value(OpKind::Gt, {it_, base_}, Type::scalar(DType::I1));
+    at.create(OpKind::MbarrierArrive, {empty_, prev, hasPrev}, {});
+    dropLoads();
 
-    // After the loop (and after the rotated loop's last product and its
-    // commit): the last group, then release the last slot.
-    Builder after(outer, last == deferredResult || chain ? std::next(passes::positionOf(loop_))
-                                                        : std::next(passes::positionOf(*last->definingOp), 2));
-    after.setLoc(loop_.loc);
-    std::vector<Value *> lastValues{last};
-    if (last == deferredResult)
-      lastValues = deferredResults;
-    after.create(OpKind::WgmmaWait, lastValues, {}, {{"pending", Attr(int64_t(0))}});
-    Value *count = after.value(OpKind::Sub, {hi, lo}, scalarI32());
-    Value *lastRel = after.value(OpKind::Sub, {count, after.constInt(1)}, scalarI32());
-    Value *lastIt = after.value(OpKind::Add, {lastRel, base}, scalarI32());
-    lastIt->nameHint = "it_last";
-    Value *any = after.value(OpKind::Gt, {count, after.constInt(0)}, Type::scalar(DType::I1));
-    after.create(OpKind::MbarrierArrive, {empty, lastIt, any}, {});
+    if (issued.size() == 2 && deferredArgs.size() == 1 && isDeferred(yield, body, issued[1], deferredArgs))
+      if (Value *rotated = rotateDeferred(*issued[0]->definingOp, *issued[1]->definingOp, *deferredWait,
+                                          deferredArgs.front(), deferredResults.front())) {
+        if (consumerWarps_ >= 8)
+          takeTurns(*issued[0]->definingOp, *rotated->definingOp);
+        // After the last product and its commit.
+        releaseAfterLoop({rotated}, std::next(passes::positionOf(*rotated->definingOp), 2));
+        return;
+      }
+    releaseAfterLoop(deferredResults, std::next(passes::positionOf(loop_)));
   }
 
-private:
+  /// The loads leave the consumer, with the scalar arithmetic only they used.
+  void dropLoads() {
+    for (Op *load : streamed_)
+      passes::eraseOp(*load);
+    for (Op *load : resident_)
+      passes::eraseOp(*load);
+    removeDeadScalars(*loop_.body);
+    removeDeadScalars(*loop_.parent);
+  }
+
+  /// After the loop: the products still in flight, then the last slot.
+  void releaseAfterLoop(const std::vector<Value *> &last, passes::OpIterator at) {
+    Builder after(*loop_.parent, at);
+    after.setLoc(loop_.loc);
+    after.create(OpKind::WgmmaWait, last, {}, {{"pending", Attr(int64_t(0))}});
+    Value *count = after.value(OpKind::Sub, {hi_, lo_}, scalarI32());
+    Value *lastRel = after.value(OpKind::Sub, {count, after.constInt(1)}, scalarI32());
+    Value *lastIt = after.value(OpKind::Add, {lastRel, base_}, scalarI32());
+    lastIt->nameHint = "it_last";
+    Value *any = after.value(OpKind::Gt, {count, after.constInt(0)}, Type::scalar(DType::I1));
+    after.create(OpKind::MbarrierArrive, {empty_, lastIt, any}, {});
+  }
+
   /// Software-pipelines the deferred product (the output accumulator,
   /// acc = g(acc) + p @ v) one iteration later, behind the next
   /// iteration's first product (the scores), so that the work between the
@@ -578,6 +607,17 @@ private:
   Kernel &kernel_;
   Op &loop_;
   int64_t stages_ = 2;
+  Value *lo_ = nullptr, *hi_ = nullptr;
+  std::vector<Op *> mmas_, streamed_, resident_;
+  int consumerWarps_ = 0;
+  /// Slot buffers of the streamed and the resident tiles, in their order.
+  std::vector<Value *> buffers_, residentBuffers_;
+  /// The slots' barriers (`full`: copies landed; `empty`: consumers done)
+  /// and the resident tiles' one.
+  Value *full_ = nullptr, *empty_ = nullptr, *once_ = nullptr;
+  /// The iteration-number base (see the file comment) and the consumer's
+  /// iteration number.
+  Value *base_ = nullptr, *it_ = nullptr;
 };
 
 class HopperPipelinePass : public Pass {

@@ -49,7 +49,7 @@ Type scalarI32() { return Type::scalar(DType::I32); }
 
 class HopperPipeliner {
 public:
-  HopperPipeliner(Kernel &kernel, Op &loop) : kernel_(kernel), loop_(loop) {}
+  explicit HopperPipeliner(Op &loop) : loop_(loop) {}
 
   void run() {
     stages_ = loop_.intAttr("hopper_stages");
@@ -604,7 +604,6 @@ private:
     }
   }
 
-  Kernel &kernel_;
   Op &loop_;
   int64_t stages_ = 2;
   Value *lo_ = nullptr, *hi_ = nullptr;
@@ -635,7 +634,7 @@ public:
         if (op->kind == OpKind::For && op->hasAttr("hopper_stages"))
           loops.push_back(op.get());
       for (Op *loop : loops)
-        HopperPipeliner(*kernel, *loop).run();
+        HopperPipeliner(*loop).run();
     }
     return true;
   }

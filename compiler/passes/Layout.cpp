@@ -91,8 +91,8 @@ int loopDepth(const Op &op) {
 
 class LayoutAssigner {
 public:
-  LayoutAssigner(Kernel &kernel, const Target &target, DiagnosticEngine &diags)
-      : kernel_(kernel), target_(target), diags_(diags) {}
+  LayoutAssigner(Kernel &kernel, DiagnosticEngine &diags)
+      : kernel_(kernel), diags_(diags) {}
 
   bool run() {
     collectUses(kernel_.body);
@@ -445,7 +445,6 @@ private:
   };
 
   Kernel &kernel_;
-  const Target &target_;
   DiagnosticEngine &diags_;
   std::map<Value *, std::vector<std::pair<Op *, unsigned>>> uses_;
   std::set<Value *> shared_;
@@ -464,7 +463,7 @@ public:
   }
   bool run(Module &module, const Target &target, DiagnosticEngine &diags) override {
     for (auto &kernel : module.kernels)
-      if (!LayoutAssigner(*kernel, target, diags).run())
+      if (!LayoutAssigner(*kernel, diags).run())
         return false;
     return true;
   }

@@ -19,8 +19,6 @@ using namespace ir;
 namespace {
 /// Rows of a tile that one consumer warpgroup owns.
 constexpr int64_t kWarpgroupRows = 64;
-/// 32-bit registers of a multiprocessor, shared by its resident blocks.
-constexpr int64_t kRegisterFileSize = 65536;
 
 int64_t slotBytes(const Type &t) { return t.numElements() * dtypeBytes(t.dtype); }
 int64_t panelColumns(const Type &t) { return kSwizzle128RowBytes / dtypeBytes(t.dtype); }
@@ -46,7 +44,7 @@ int KernelEmitter::blocksForRoleRegisters() const {
     if (op.kind == OpKind::WarpgroupRole)
       registers += op.intAttr("warpgroups") * 128 * op.intAttr("regs");
   });
-  return registers == 0 ? 0 : static_cast<int>(std::max<int64_t>(1, kRegisterFileSize / registers));
+  return registers == 0 ? 0 : static_cast<int>(std::max<int64_t>(1, target_.registersPerSm / registers));
 }
 
 void KernelEmitter::addTensorMapParams(std::vector<std::string> &params) {

@@ -77,6 +77,13 @@ public:
   /// variables assigned once from such an integer, and + - * / % cdiv min
   /// max over them. Reports and returns nullopt otherwise.
   std::optional<int64_t> evalConst(const ast::Expr &expr);
+  /// evalConst without reporting why an expression is not constant.
+  std::optional<int64_t> evalConstQuietly(const ast::Expr &expr) {
+    quiet_ = true;
+    std::optional<int64_t> value = evalConst(expr);
+    quiet_ = false;
+    return value;
+  }
   void checkWarps(const ast::Expr &expr);
   std::optional<int64_t> derivedValue(const ast::WhereParam &where);
   /// A positive compile-time extent (`what` names it in messages).

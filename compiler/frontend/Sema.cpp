@@ -217,15 +217,10 @@ void KernelChecker::run() {
         symbol.value = specialization_.lookup(dim.symbol);
         define(dim.symbol, symbol);
       }
-  // The built-in `sm` (before the `where`s, which may use it), unless the
-  // kernel names something so.
-  bool namesSm = std::any_of(kernel_.wheres.begin(), kernel_.wheres.end(),
-                             [](const ast::WhereParam &w) { return w.name == kBuiltinSm; });
-  for (const ast::Param &param : kernel_.params) {
-    namesSm |= param.name == kBuiltinSm;
-    for (const ast::Dim &dim : param.dims)
-      namesSm |= dim.isSymbol() && dim.symbol == kBuiltinSm;
-  }
+  // The built-in `sm` (before the `where`s, which may use it), unless a
+  // parameter, dimension or `where` of the kernel is named so.
+  bool namesSm = lookup(kBuiltinSm) || std::any_of(kernel_.wheres.begin(), kernel_.wheres.end(),
+                                                   [](const ast::WhereParam &w) { return w.name == kBuiltinSm; });
   if (!namesSm) {
     Symbol symbol;
     symbol.kind = Symbol::Kind::WhereConst;
@@ -306,9 +301,7 @@ std::optional<int64_t> KernelChecker::derivedValue(const ast::WhereParam &where)
     requireIntScalar(type, fmt::format("`{}`", where.name).c_str(), where.derived->loc);
     return std::nullopt;
   }
-  quiet_ = true;
-  std::optional<int64_t> value = evalConst(*where.derived);
-  quiet_ = false;
+  std::optional<int64_t> value = evalConstQuietly(*where.derived);
   if (!value) {
     report(where.derived->loc, DiagId::WhereNotConstant, where.name);
     return std::nullopt;
@@ -326,9 +319,7 @@ void KernelChecker::checkWarps(const ast::Expr &expr) {
     requireIntScalar(type, "`warps`", expr.loc);
     return;
   }
-  quiet_ = true;
-  std::optional<int64_t> warps = evalConst(expr);
-  quiet_ = false;
+  std::optional<int64_t> warps = evalConstQuietly(expr);
   if (!warps) {
     report(kernel_.warpsLoc, DiagId::WarpsNotConstant);
     return;
@@ -352,9 +343,7 @@ void KernelChecker::checkAssign(const ast::Stmt &stmt) {
     // A variable assigned once from a compile-time integer is one too (it
     // may size tiles).
     if (assignments_[stmt.name] == 1 && value.isScalar() && value.elem == ElemType::I32) {
-      quiet_ = true;
-      symbol.value = evalConst(*stmt.exprs[0]);
-      quiet_ = false;
+      symbol.value = evalConstQuietly(*stmt.exprs[0]);
     }
     define(stmt.name, symbol);
     return;

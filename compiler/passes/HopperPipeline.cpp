@@ -149,7 +149,7 @@ private:
     Value *pk = producer->body->addArg(scalarI32(), loop_.body->args[0]->nameHint);
     Builder pb(*producer->body);
     pb.setLoc(loop_.loc);
-    Value *it = iteration(pb, pk, lo_, base_);
+    Value *it = iteration(pb, pk);
     pb.create(OpKind::MbarrierWait, {empty_, it}, {}, {{"release", Attr(int64_t(1))}});
     pb.create(OpKind::MbarrierExpectTx, {full_, it}, {}, {{"bytes", Attr(stageBytes)}});
     std::map<Value *, Value *> cloned;
@@ -184,7 +184,7 @@ private:
     loop_.attrs["role"] = Attr(std::string("consumer"));
     Builder cb(body, body.ops.begin());
     cb.setLoc(loop_.loc);
-    it_ = iteration(cb, body.args[0].get(), lo_, base_);
+    it_ = iteration(cb, body.args[0].get());
     cb.create(OpKind::MbarrierWait, {full_, it_}, {}, {{"release", Attr(int64_t(0))}});
     Value *slot = cb.value(OpKind::Rem, {it_, cb.constInt(stages_)}, scalarI32());
     slot->nameHint = "slot";
@@ -264,9 +264,7 @@ private:
     // The groups committed so far in this iteration are newer than the
     // deferred ones and may stay in flight.
     auto firstUse = std::find_if(body.ops.begin(), std::prev(body.ops.end()), [&](const std::unique_ptr<Op> &op) {
-      return std::any_of(op->operands.begin(), op->operands.end(), [&](Value *v) {
-        return std::find(deferredArgs.begin(), deferredArgs.end(), v) != deferredArgs.end();
-      });
+      return std::any_of(deferredArgs.begin(), deferredArgs.end(), [&](Value *v) { return passes::reads(*op, v); });
     });
     int64_t newer = std::count_if(body.ops.begin(), firstUse,
                                   [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::WgmmaCommit; });
@@ -335,7 +333,6 @@ private:
   /// the scores must be waited for before the accumulator).
   Value *rotateDeferred(Op &first, Op &deferred, Op &deferredWait, Value *deferredArg, Value *deferredResult) {
     Block &body = *loop_.body;
-    Value *lo = loop_.operands[0], *hi = loop_.operands[1];
     if (passes::constantIntOf(loop_.operands[2]) != 1 || dependsOnCarried(deferred.operands[1]))
       return nullptr;
     auto firstCommit = std::next(passes::positionOf(first));
@@ -350,8 +347,7 @@ private:
       if ((*firstWait)->kind == OpKind::WgmmaWait)
         break;
     if (firstWait == body.ops.end() || firstWait->get() == &deferredWait ||
-        std::find((*firstWait)->operands.begin(), (*firstWait)->operands.end(), first.result()) ==
-            (*firstWait)->operands.end())
+        !passes::reads(**firstWait, first.result()))
       return nullptr;
 
     // The product's A operand of iteration k - 1 is carried in (zeros before
@@ -373,10 +369,10 @@ private:
     Builder at(body, std::next(firstCommit));
     at.setLoc(deferred.loc);
     Value *k = body.args[0].get();
-    Value *hasPrev = at.value(OpKind::Gt, {k, lo}, Type::scalar(DType::I1));
+    Value *hasPrev = at.value(OpKind::Gt, {k, lo_}, Type::scalar(DType::I1));
     // (clamped so that the first iteration, which issues nothing, still
     // names a valid slot)
-    Value *prevK = at.value(OpKind::Max, {at.value(OpKind::Sub, {k, at.constInt(1)}, scalarI32()), lo}, scalarI32());
+    Value *prevK = at.value(OpKind::Max, {at.value(OpKind::Sub, {k, at.constInt(1)}, scalarI32()), lo_}, scalarI32());
     std::map<Value *, Value *> cloned;
     Value *prevB = passes::cloneForIteration(at, loop_, b, prevK, cloned);
     at.create(OpKind::WgmmaFence, {}, {});
@@ -398,8 +394,8 @@ private:
     Builder after(outer, std::next(passes::positionOf(loop_)));
     after.setLoc(loc);
     Value *lastA = carriedA == a ? a : loop_.results.back().get();
-    Value *any = after.value(OpKind::Lt, {lo, hi}, Type::scalar(DType::I1));
-    Value *lastK = after.value(OpKind::Sub, {hi, after.constInt(1)}, scalarI32());
+    Value *any = after.value(OpKind::Lt, {lo_, hi_}, Type::scalar(DType::I1));
+    Value *lastK = after.value(OpKind::Sub, {hi_, after.constInt(1)}, scalarI32());
     cloned.clear();
     Value *lastB = passes::cloneForIteration(after, loop_, b, lastK, cloned);
     after.create(OpKind::WgmmaFence, {}, {});
@@ -481,7 +477,6 @@ private:
   /// whose every index is bounds-checked qualify (the loop may be empty).
   void prefetchRegisterLoads() {
     Block &body = *loop_.body;
-    Value *lo = loop_.operands[0], *hi = loop_.operands[1];
     std::vector<Op *> loads;
     for (auto &op : body.ops) {
       if (op->kind != OpKind::Load || !op->result()->type.isRegister())
@@ -494,10 +489,10 @@ private:
     if (loads.empty())
       return;
     auto firstReader = [&](Op *load) {
-      auto reads = [&](const std::unique_ptr<Op> &op) {
-        return std::find(op->operands.begin(), op->operands.end(), load->result()) != op->operands.end();
-      };
-      return std::distance(body.ops.begin(), std::find_if(body.ops.begin(), body.ops.end(), reads));
+      return std::distance(body.ops.begin(),
+                           std::find_if(body.ops.begin(), body.ops.end(), [&](const std::unique_ptr<Op> &op) {
+                             return passes::reads(*op, load->result());
+                           }));
     };
     Op *load = *std::min_element(loads.begin(), loads.end(),
                                  [&](Op *x, Op *y) { return firstReader(x) < firstReader(y); });
@@ -505,12 +500,12 @@ private:
     std::map<Value *, Value *> firstCloned, nextCloned;
     Builder pre(*loop_.parent, passes::positionOf(loop_));
     pre.setLoc(load->loc);
-    Value *first = passes::cloneForIteration(pre, loop_, v, lo, firstCloned);
+    Value *first = passes::cloneForIteration(pre, loop_, v, lo_, firstCloned);
     Builder at(body, passes::positionOf(*load));
     at.setLoc(load->loc);
     Value *k = body.args[0].get();
     Value *next = at.value(OpKind::Min, {at.value(OpKind::Add, {k, at.constInt(1)}, scalarI32()),
-                                         at.value(OpKind::Sub, {hi, at.constInt(1)}, scalarI32())},
+                                         at.value(OpKind::Sub, {hi_, at.constInt(1)}, scalarI32())},
                            scalarI32());
     Value *ahead = passes::cloneForIteration(at, loop_, v, next, nextCloned);
     Value *carried = addCarried(first, v, v->nameHint.empty() ? "ahead" : v->nameHint + "_ahead");
@@ -534,9 +529,8 @@ private:
       std::vector<Op *> fills;
       while (at != body.ops.begin()) {
         Op &before = **std::prev(at);
-        bool feeds = std::any_of(before.results.begin(), before.results.end(), [&](const std::unique_ptr<Value> &r) {
-          return std::find(mma->operands.begin(), mma->operands.end(), r.get()) != mma->operands.end();
-        });
+        bool feeds = std::any_of(before.results.begin(), before.results.end(),
+                                 [&](const std::unique_ptr<Value> &r) { return passes::reads(*mma, r.get()); });
         if (feeds && before.kind == OpKind::Fill && before.operands.empty())
           fills.push_back(&before);
         else if (feeds || before.kind == OpKind::MbarrierWait)
@@ -562,7 +556,7 @@ private:
     int64_t newer = 0;
     auto op = std::next(commit);
     for (; op != body.ops.end(); ++op) {
-      if (std::find((*op)->operands.begin(), (*op)->operands.end(), product) != (*op)->operands.end())
+      if (passes::reads(**op, product))
         break;
       newer += (*op)->kind == OpKind::WgmmaCommit;
     }
@@ -579,9 +573,10 @@ private:
     return buf;
   }
 
-  Value *iteration(Builder &b, Value *k, Value *lo, Value *base) {
-    Value *rel = b.value(OpKind::Sub, {k, lo}, scalarI32());
-    Value *it = b.value(OpKind::Add, {rel, base}, scalarI32());
+  /// The iteration number of induction value `k`: k - lo + base.
+  Value *iteration(Builder &b, Value *k) {
+    Value *rel = b.value(OpKind::Sub, {k, lo_}, scalarI32());
+    Value *it = b.value(OpKind::Add, {rel, base_}, scalarI32());
     it->nameHint = "it";
     return it;
   }

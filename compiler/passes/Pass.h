@@ -16,6 +16,7 @@ struct Target {
   int sharedMemoryBytes = 0;      ///< per block, opt-in maximum
   int sharedMemoryPerSmBytes = 0; ///< per multiprocessor, all resident blocks together
   int maxWarps = 32;
+  int registersPerSm = 65536;     ///< 32-bit registers, shared by the resident blocks
 
   static const Target *lookup(const std::string &name);
 

@@ -2,6 +2,7 @@
 // Small queries and edits on the tile IR that several passes share.
 #include "ir/IR.h"
 
+#include <algorithm>
 #include <list>
 #include <map>
 #include <memory>
@@ -30,6 +31,11 @@ std::optional<ir::Attr> fillValueOf(const ir::Value *v);
 /// An integer or float attribute read as a number.
 double attrAsDouble(const ir::Attr &attr);
 bool attrIsZero(const ir::Attr &attr);
+
+/// True if `op` takes `v` as an operand.
+inline bool reads(const ir::Op &op, const ir::Value *v) {
+  return std::find(op.operands.begin(), op.operands.end(), v) != op.operands.end();
+}
 
 /// Where `op` sits in its parent block (for inserting before it or erasing it).
 OpIterator positionOf(ir::Op &op);

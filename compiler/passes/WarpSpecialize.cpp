@@ -39,7 +39,6 @@ using namespace ir;
 
 constexpr int kProducerRegisters = 24;
 constexpr int kMaxRegisters = 240;
-constexpr int kRegisterFile = 65536;
 constexpr int64_t kGroupRows = 16;
 /// What smem-plan may add to each shared buffer to align it (a 128-byte
 /// swizzled slot starts on a 1024-byte boundary).
@@ -49,14 +48,15 @@ Type i32() { return Type::scalar(DType::I32); }
 
 /// Registers per consumer thread when the producer keeps its minimum and
 /// `blocks` blocks share the register file.
-int consumerRegisters(int consumerWarps, int blocks) {
-  return std::min(kMaxRegisters, (kRegisterFile / blocks - 128 * kProducerRegisters) / (consumerWarps * 32) / 8 * 8);
+int consumerRegisters(const Target &target, int consumerWarps, int blocks) {
+  return std::min(kMaxRegisters,
+                  (target.registersPerSm / blocks - 128 * kProducerRegisters) / (consumerWarps * 32) / 8 * 8);
 }
 
 class WarpSpecializer {
 public:
-  WarpSpecializer(Kernel &kernel, Op &producer, Op &consumer)
-      : kernel_(kernel), producer_(producer), consumer_(consumer) {}
+  WarpSpecializer(Kernel &kernel, Op &producer, Op &consumer, const Target &target)
+      : kernel_(kernel), producer_(producer), consumer_(consumer), target_(target) {}
 
   /// Whether the kernel's blocks can become a persistent loop over tiles:
   /// a 2-d grid, and no use of the third block index before the loops.
@@ -127,7 +127,7 @@ public:
     perTileIters->nameHint = "k_iters";
 
     int consumerWarps = kernel_.warps - 4;
-    int consumerRegs = consumerRegisters(consumerWarps, 1);
+    int consumerRegs = consumerRegisters(target_, consumerWarps, 1);
     b.create(OpKind::WarpgroupRole, {}, {},
              {{"role", Attr(std::string("producer"))}, {"warpgroups", Attr(int64_t(1))},
               {"regs", Attr(int64_t(kProducerRegisters))}, {"issuers", Attr(int64_t(1))}});
@@ -267,6 +267,7 @@ private:
   Kernel &kernel_;
   Op &producer_;
   Op &consumer_;
+  const Target &target_;
   Value *base_ = nullptr;
   std::set<Value *> perTile_;
 };
@@ -307,7 +308,7 @@ void specializeInPlace(Kernel &kernel, Op &producer, const Target &target) {
   Builder marks(body);
   marks.setLoc(producer.loc);
   int consumerWarps = kernel.warps - 4;
-  int consumerRegs = consumerRegisters(consumerWarps, blocksPerMultiprocessor(kernel, target));
+  int consumerRegs = consumerRegisters(target, consumerWarps, blocksPerMultiprocessor(kernel, target));
   Op *producerRole = marks.create(OpKind::WarpgroupRole, {}, {},
                                   {{"role", Attr(std::string("producer"))}, {"warpgroups", Attr(int64_t(1))},
                                    {"regs", Attr(int64_t(kProducerRegisters))}, {"issuers", Attr(int64_t(1))}});
@@ -358,7 +359,7 @@ public:
         specializeInPlace(*kernel, *producer, target);
         continue;
       }
-      if (!WarpSpecializer(*kernel, *producer, *consumer).run()) {
+      if (!WarpSpecializer(*kernel, *producer, *consumer, target).run()) {
         diags.report(producer->loc, DiagId::UnsupportedOnTarget, "this producer/consumer loop structure",
                      target.name);
         return false;

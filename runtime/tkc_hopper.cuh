@@ -145,6 +145,11 @@ __device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t addr, uint32_t lea
          (static_cast<uint64_t>(stride_bytes >> 4) << 32) | (1ull << 62);
 }
 
+/// The descriptor of the same tile `bytes` further on: the start address
+/// field holds the address / 16 (shared addresses stay below 2^18, so the
+/// field never carries into the next).
+__device__ __forceinline__ uint64_t wgmma_desc_advance(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int Pending> __device__ __forceinline__ void wgmma_wait() {

@@ -297,32 +297,43 @@ bool KernelEmitter::emitWgmma(const Op &op) {
   // The accumulator is updated in place: wgmma runs asynchronously and its
   // registers must stay where they are until the wait.
   names_[op.result()] = name(c);
-  // A K-major panel step: which panel (each `rows` rows of 128 bytes), and
-  // 32 bytes along its rows per k16 step.
-  auto kMajor = [&](const std::string &base, int64_t rows, const std::string &rowOffset) {
-    return fmt::format("tkc::wgmma_desc_sw128({} + kk / {} * {}{} + kk % {} * {}, 16, 1024)", base, perPanel,
-                       rows * kSwizzle128RowBytes, rowOffset, perPanel, 16 * elem);
+  // Each operand's descriptor is built once; a k16 step advances its start
+  // address: in a K-major panel by 32 bytes along the rows, and to the next
+  // panel (each `rows` rows of 128 bytes) every 128 bytes; in an N-major
+  // [K, N] tile by 16 rows. The offsets are constants once the loop is
+  // unrolled, so each wgmma costs one add instead of a descriptor.
+  auto kMajorStep = [&](int64_t rows) {
+    return fmt::format("kk / {} * {} + kk % {} * {}", perPanel, rows * kSwizzle128RowBytes, perPanel, 16 * elem);
   };
-  std::string descB = transB ? kMajor(name(b), b->type.shape[0], "")
-                             // [K, N], N-major: panels of 64 columns, K rows each; a k16 step is 16 rows down.
-                             : fmt::format("tkc::wgmma_desc_sw128({} + kk * {}, {}, 1024)", name(b),
-                                           16 * kSwizzle128RowBytes, k * kSwizzle128RowBytes);
   bool predicated = op.operands.size() == 4;
   if (predicated)
     out_.open(fmt::format("if ({})", scalar(op.operands[3])));
+  else
+    out_.open("");
+  std::string stepB;
+  if (transB) {
+    out_.line("const uint64_t b_desc = tkc::wgmma_desc_sw128({}, 16, 1024);", name(b));
+    stepB = kMajorStep(b->type.shape[0]);
+  } else {
+    out_.line("const uint64_t b_desc = tkc::wgmma_desc_sw128({}, {}, 1024);", name(b), k * kSwizzle128RowBytes);
+    stepB = fmt::format("kk * {}", 16 * kSwizzle128RowBytes);
+  }
+  if (!aInRegisters)
+    out_.line("const uint64_t a_desc = tkc::wgmma_desc_sw128({} + (warp_m / 4) * {}, 16, 1024);", name(a),
+              64 * kSwizzle128RowBytes);
   out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", k / 16));
+  std::string descB = fmt::format("tkc::wgmma_desc_advance(b_desc, {})", stepB);
   if (aInRegisters) {
     // The warp's A fragment of the k16 step, as mma.sync would take it.
     std::string frag = fmt::format("{}[kk * 4", name(a));
     out_.line("tkc::wgmma_rs_m64n{}k16_f32_{}<{}>({}, {} + 0], {} + 1], {} + 2], {} + 3], {});", n, type, transB ? 0 : 1,
               name(c), frag, frag, frag, frag, descB);
   } else {
-    std::string descA = kMajor(name(a), a->type.shape[0], fmt::format(" + (warp_m / 4) * {}", 64 * kSwizzle128RowBytes));
+    std::string descA = fmt::format("tkc::wgmma_desc_advance(a_desc, {})", kMajorStep(a->type.shape[0]));
     out_.line("tkc::wgmma_m64n{}k16_f32_{}<{}>({}, {}, {});", n, type, transB ? 0 : 1, name(c), descA, descB);
   }
   out_.close();
-  if (predicated)
-    out_.close();
+  out_.close();
   return true;
 }
 

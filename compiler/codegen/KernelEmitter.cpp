@@ -177,7 +177,15 @@ bool KernelEmitter::emit() {
   out_.dedent();
   out_.line("extern __shared__ __align__(128) unsigned char tkc_smem[];");
   out_.line("const uint32_t smem_base = tkc::smem_address(tkc_smem);");
-  out_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
+  // With wgmma, the warp index comes through a shuffle from lane 0: the
+  // compiler then knows it is the same in every lane and keeps what derives
+  // from it (the operand descriptors) in uniform registers.
+  bool hasWgmma = false;
+  walk(const_cast<Block &>(kernel_.body), [&](Op &op) { hasWgmma = hasWgmma || op.kind == OpKind::Wgmma; });
+  if (hasWgmma)
+    out_.line("const int warp = __shfl_sync(0xffffffffu, int(threadIdx.x) / 32, 0), lane = threadIdx.x % 32;");
+  else
+    out_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
   out_.line("const int warp_m = warp / {}, warp_n = warp % {};", warpsN, warpsN);
   out_.line("(void)smem_base; (void)warp_m; (void)warp_n;");
   emitBlock(kernel_.body);

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Where one generated kernel's warps wait, instruction by instruction: samples
+# the warp states with Nsight Compute (SourceCounters) and writes the SASS
+# with its stall samples, hottest first, to OUT/NAME.stalls.txt.
+#   tools/gpu/stall_lines.sh WORKLOAD SIZE_JSON KERNEL_REGEX FILE.cu
+# e.g. tools/gpu/stall_lines.sh gemm '{"M":4096,"N":4096,"K":4096}' gemm build/gpu/gemm.sm_80.cu
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+workload=$1 size=$2 kernel=$3 cu=$4
+out=${OUT:-build/gpu/out}
+mkdir -p "$out"
+ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+name=$(basename "$cu" .cu)
+"$ncu" --launch-skip 2 --launch-count 1 --kernel-name "regex:$kernel" \
+  --section SourceCounters --section WarpStateStats -f -o "$out/$name.src" \
+  python3 tools/gpu/profile_one.py "$cu" "$workload" "$size" >"$out/$name.src.log" 2>&1 || { tail "$out/$name.src.log"; exit 1; }
+"$ncu" -i "$out/$name.src.ncu-rep" --page source --csv --print-source sass >"$out/$name.sass.csv" 2>>"$out/$name.src.log"
+python3 - "$out/$name.sass.csv" >"$out/$name.stalls.txt" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+head = next(i for i, r in enumerate(rows) if "Source" in r)
+cols = rows[head]
+body = [dict(zip(cols, r)) for r in rows[head + 1:] if len(r) == len(cols)]
+keys = [c for c in cols if "Sampling" in c and "All" in c] or [c for c in cols if "Sampling" in c]
+if not keys:
+    sys.exit("no sampling column in: " + ", ".join(cols))
+key = keys[0]
+def num(x):
+    try: return float(x.replace(",", ""))
+    except ValueError: return 0.0
+total = sum(num(r[key]) for r in body) or 1.0
+print(f"columns: {', '.join(cols)}")
+print(f"total samples {total:.0f}")
+for i, r in enumerate(body):
+    r["#"] = i
+hot = sorted(body, key=lambda r: -num(r[key]))[:60]
+for r in hot:
+    print(f"{r['#']:5d} {100 * num(r[key]) / total:5.1f}%  {r['Source'][:90]}")
+print("\nin program order, the instructions with >= 0.3% of the samples:")
+for r in body:
+    if num(r[key]) / total >= 0.003:
+        print(f"{r['#']:5d} {100 * num(r[key]) / total:5.1f}%  {r['Source'][:90]}")
+PY
+tail -n +1 "$out/$name.stalls.txt" | head -70

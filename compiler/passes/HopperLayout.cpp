@@ -252,7 +252,7 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
     const Type &acc = op->result()->type;
     int64_t n = acc.shape[1];
     bool transB = op->intAttr("trans_b") != 0;
-    if (acc.dtype != DType::F32 || (n != 32 && n != 64 && n != 128 && n != 256) || !inLoopLoad(b))
+    if (acc.dtype != DType::F32 || !isWgmmaWidth(n) || !inLoopLoad(b))
       return std::nullopt;
     int64_t k = transB ? b->type.shape[1] : b->type.shape[0];
     if (transB ? (b->type.shape[0] != n || k % 64 != 0) : (b->type.shape[1] != n || k % 16 != 0 || n % 64 != 0))

@@ -268,8 +268,18 @@ private:
     for (auto [operand, axisK] : {std::pair<unsigned, int64_t>{0, 1}, {1, bAxisK}}) {
       const Padding &padding = paddingOf(mma.operands[operand]);
       auto it = padding.find(axisK);
-      if (it != padding.end() && !it->second.knownZero)
-        mma.operands[operand] = masked(mma, mma.operands[operand], axisK, it->second.bound, 0.0);
+      if (it == padding.end() || it->second.knownZero)
+        continue;
+      // A cast used only here is masked on its input instead (a zero
+      // casts to zero), so that a value both summed and multiplied, such
+      // as attention's probabilities, is masked once for both.
+      Value *value = mma.operands[operand];
+      Op *cast = value->definingOp;
+      if (cast && cast->kind == OpKind::Cast && cast->parent == mma.parent &&
+          countUses(*mma.parent)[value] == 1 && paddingOf(cast->operands[0]).count(axisK))
+        cast->operands[0] = masked(*cast, cast->operands[0], axisK, it->second.bound, 0.0);
+      else
+        mma.operands[operand] = masked(mma, value, axisK, it->second.bound, 0.0);
     }
   }
 

@@ -270,17 +270,34 @@ private:
       auto it = padding.find(axisK);
       if (it == padding.end() || it->second.knownZero)
         continue;
-      // A cast used only here is masked on its input instead (a zero
-      // casts to zero), so that a value both summed and multiplied, such
-      // as attention's probabilities, is masked once for both.
+      // A cast used only here whose input is already masked the same way
+      // before it (attention's probabilities, summed and then multiplied)
+      // reads that mask instead (a zero casts to zero): one mask, not two.
       Value *value = mma.operands[operand];
-      Op *cast = value->definingOp;
-      if (cast && cast->kind == OpKind::Cast && cast->parent == mma.parent &&
-          countUses(*mma.parent)[value] == 1 && paddingOf(cast->operands[0]).count(axisK))
-        cast->operands[0] = masked(*cast, cast->operands[0], axisK, it->second.bound, 0.0);
-      else
-        mma.operands[operand] = masked(mma, value, axisK, it->second.bound, 0.0);
+      if (Value *input = maskedCastInput(value, axisK)) {
+        value->definingOp->operands[0] = input;
+        continue;
+      }
+      mma.operands[operand] = masked(mma, value, axisK, it->second.bound, 0.0);
     }
+  }
+
+  /// The existing zero mask along `axis` of the input of the single-use
+  /// cast `value`, where it comes before the cast; null otherwise.
+  Value *maskedCastInput(Value *value, int64_t axis) {
+    Op *cast = value->definingOp;
+    if (!cast || cast->kind != OpKind::Cast || countUses(*cast->parent)[value] != 1)
+      return nullptr;
+    auto it = masks_.find(std::make_tuple(cast->operands[0], axis, 0.0, cast->parent));
+    if (it == masks_.end())
+      return nullptr;
+    for (auto &op : cast->parent->ops) {
+      if (op.get() == cast)
+        return nullptr;
+      if (op.get() == it->second->definingOp)
+        return it->second;
+    }
+    return nullptr;
   }
 
   /// `value` masked along `axis`, created right before `consumer` unless the

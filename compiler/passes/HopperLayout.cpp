@@ -402,10 +402,7 @@ private:
     for (Op *load : f.streamed)
       stageBytes += passes::sharedBufferBytes(load->result()->type);
     int64_t asked = f.loop->intAttr("stages", 2);
-    // A single consumer warpgroup leaves most of a multiprocessor's issue
-    // slots idle while it waits on its products: its blocks are sized so
-    // that two fit side by side (warp-specialize splits the registers).
-    int blocks = f.warps == 4 ? 2 : 1;
+    int blocks = intendedBlocksPerSm(f.warps);
     int64_t fit = (target.sharedMemoryPerBlock(blocks) - kReservedSharedBytes - residentBytes) / stageBytes;
     int64_t stages = std::max<int64_t>(asked, std::min<int64_t>(fit, kPreferredStages));
     f.loop->attrs.erase("stages");

@@ -27,6 +27,14 @@ struct Target {
   }
 };
 
+/// How many blocks of a warp-specialized kernel with `consumerWarps`
+/// consumer warps should share a multiprocessor: a single consumer
+/// warpgroup leaves most of the issue slots idle while it waits on its
+/// products, so its blocks aim for two side by side (hopper-layout sizes the
+/// stages for that; warp-specialize splits the registers once the buffers
+/// are known to fit).
+inline int intendedBlocksPerSm(int consumerWarps) { return consumerWarps == 4 ? 2 : 1; }
+
 /// The wgmma widths (n of m64nNk16) that codegen emits; the runtime has a
 /// wrapper for each (tools/gen_wgmma.py).
 inline bool isWgmmaWidth(int64_t n) { return n == 32 || n == 64 || n == 96 || n == 128 || n == 256; }

@@ -272,18 +272,19 @@ private:
   std::set<Value *> perTile_;
 };
 
-/// Blocks of the kernel that can share a multiprocessor: two when a single
-/// consumer warpgroup would otherwise have it to itself and the shared
-/// buffers fit twice (hopper-layout sized the pipeline for that), else one.
+/// Blocks of the kernel that share a multiprocessor: as many as intended
+/// for its consumers where the shared buffers allocated fit that many times
+/// (hopper-layout sized the pipeline for it), else one.
 int blocksPerMultiprocessor(Kernel &kernel, const Target &target) {
-  if (kernel.warps - 4 != 4)
+  int blocks = intendedBlocksPerSm(kernel.warps - 4);
+  if (blocks == 1)
     return 1;
   int64_t bytes = 0;
   walk(kernel.body, [&](Op &op) {
     if (op.kind == OpKind::SmemAlloc)
       bytes += passes::sharedBufferBytes(op.result()->type) + kSharedAlignment;
   });
-  return bytes <= target.sharedMemoryPerBlock(2) ? 2 : 1;
+  return bytes <= target.sharedMemoryPerBlock(blocks) ? blocks : 1;
 }
 
 /// The roles without a persistent tile loop: the producer's ops (those

@@ -24,16 +24,12 @@ namespace tkc::codegen {
 using namespace ir;
 
 std::vector<std::string> KernelEmitter::maskFreeConditions(const Block &body, Block::OpList::const_iterator from,
+                                                          const std::map<const Op *, int> &position, int start,
                                                           std::set<const Op *> &identities) {
-  std::map<const Op *, int> position;
-  int at = 0;
-  for (auto &op : body.ops)
-    position[op.get()] = at++;
-  int start = position[from->get()];
   // Scalars computed before the branch can be tested there.
   auto available = [&](const Value *v) {
     const Op *def = v->definingOp;
-    return !def || def->parent != &body || position[def] < start;
+    return !def || def->parent != &body || position.at(def) < start;
   };
   std::vector<std::string> conditions;
   for (auto it = from; it != body.ops.end(); ++it) {
@@ -63,13 +59,24 @@ bool KernelEmitter::isMaskLike(const Op &op) const {
 
 void KernelEmitter::emitLoopBody(const Op &loop, Block::OpList::const_iterator from, bool split) {
   const Block &body = *loop.body;
+  // Each op's position, and how many products run from it to the end.
+  std::map<const Op *, int> position;
+  std::vector<int> productsFrom(body.ops.size() + 1, 0);
+  if (split) {
+    int at = 0;
+    for (auto &op : body.ops)
+      position[op.get()] = at++;
+    for (auto it = body.ops.rbegin(); it != body.ops.rend(); ++it) {
+      --at;
+      bool product = (*it)->kind == OpKind::Mma || (*it)->kind == OpKind::Wgmma;
+      productsFrom[at] = productsFrom[at + 1] + (product ? 1 : 0);
+    }
+  }
   for (auto it = from; it != body.ops.end(); ++it) {
-    if (split && isMaskLike(**it) &&
-        std::count_if(it, body.ops.end(), [](const std::unique_ptr<Op> &op) {
-          return op->kind == OpKind::Mma || op->kind == OpKind::Wgmma;
-        }) <= 2) {
+    if (split && isMaskLike(**it) && productsFrom[position.at(it->get())] <= 2) {
       std::set<const Op *> identities;
-      std::vector<std::string> conditions = maskFreeConditions(body, it, identities);
+      std::vector<std::string> conditions =
+          maskFreeConditions(body, it, position, position.at(it->get()), identities);
       if (!conditions.empty()) {
         std::string all = conditions[0];
         for (size_t i = 1; i < conditions.size(); ++i)

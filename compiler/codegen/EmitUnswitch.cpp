@@ -24,8 +24,9 @@ namespace tkc::codegen {
 using namespace ir;
 
 std::vector<std::string> KernelEmitter::maskFreeConditions(const Block &body, Block::OpList::const_iterator from,
-                                                          const std::map<const Op *, int> &position, int start,
+                                                          const std::map<const Op *, int> &position,
                                                           std::set<const Op *> &identities) {
+  int start = position.at(from->get());
   // Scalars computed before the branch can be tested there.
   auto available = [&](const Value *v) {
     const Op *def = v->definingOp;
@@ -75,8 +76,7 @@ void KernelEmitter::emitLoopBody(const Op &loop, Block::OpList::const_iterator f
   for (auto it = from; it != body.ops.end(); ++it) {
     if (split && isMaskLike(**it) && productsFrom[position.at(it->get())] <= 2) {
       std::set<const Op *> identities;
-      std::vector<std::string> conditions =
-          maskFreeConditions(body, it, position, position.at(it->get()), identities);
+      std::vector<std::string> conditions = maskFreeConditions(body, it, position, identities);
       if (!conditions.empty()) {
         std::string all = conditions[0];
         for (size_t i = 1; i < conditions.size(); ++i)

@@ -163,8 +163,11 @@ bool KernelEmitter::emit() {
   // block would. Warpgroup roles split the register file with setmaxnreg,
   // which needs the bound: as many blocks as the roles' registers allow.
   // Memory-bound kernels keep the compiler's occupancy heuristics.
-  bool hasMma = false;
-  walk(const_cast<Block &>(kernel_.body), [&](Op &op) { hasMma = hasMma || op.kind == OpKind::Mma; });
+  bool hasMma = false, hasWgmma = false;
+  walk(const_cast<Block &>(kernel_.body), [&](Op &op) {
+    hasMma = hasMma || op.kind == OpKind::Mma;
+    hasWgmma = hasWgmma || op.kind == OpKind::Wgmma;
+  });
   int blocks = blocksForRoleRegisters();
   if (blocks == 0 && hasMma)
     blocks = 1;
@@ -180,8 +183,6 @@ bool KernelEmitter::emit() {
   // With wgmma, the warp index comes through a shuffle from lane 0: the
   // compiler then knows it is the same in every lane and keeps what derives
   // from it (the operand descriptors) in uniform registers.
-  bool hasWgmma = false;
-  walk(const_cast<Block &>(kernel_.body), [&](Op &op) { hasWgmma = hasWgmma || op.kind == OpKind::Wgmma; });
   if (hasWgmma)
     out_.line("const int warp = __shfl_sync(0xffffffffu, int(threadIdx.x) / 32, 0), lane = threadIdx.x % 32;");
   else

@@ -84,11 +84,11 @@ private:
   void emitLoopBody(const ir::Op &loop, ir::Block::OpList::const_iterator from, bool split);
   bool isMaskLike(const ir::Op &op) const;
   /// The block-uniform conditions under which the masks from `from` on are
-  /// identities (those whose inputs are known before `from`, that is,
-  /// defined outside `body` or at a position below `start`), collected
-  /// into `identities`.
+  /// identities (those whose inputs are known before `from`: defined
+  /// outside `body` or at an earlier `position`), collected into
+  /// `identities`.
   std::vector<std::string> maskFreeConditions(const ir::Block &body, ir::Block::OpList::const_iterator from,
-                                              const std::map<const ir::Op *, int> &position, int start,
+                                              const std::map<const ir::Op *, int> &position,
                                               std::set<const ir::Op *> &identities);
   /// Masks emitted as their unmasked input (the interior-tile copy of a body).
   std::set<const ir::Op *> identityOps_;

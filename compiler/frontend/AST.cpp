@@ -81,6 +81,10 @@ private:
       line(2, "Warps {}", at(kernel.warpsLoc));
       expr(3, *kernel.warps);
     }
+    if (kernel.hasPersistent && kernel.persistent) {
+      line(2, "Persistent {}", at(kernel.persistentLoc));
+      expr(3, *kernel.persistent);
+    }
     line(2, "Body");
     for (const StmtPtr &stmt : kernel.body)
       this->stmt(3, *stmt);

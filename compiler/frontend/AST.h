@@ -155,6 +155,13 @@ struct Kernel {
   ExprPtr warps;
   SourceLocation warpsLoc;
 
+  bool hasPersistent = false;
+  /// `persistent(e)`: a constant condition over `where` values, evaluated
+  /// per specialisation (KernelFacts::persistent); null leaves the choice
+  /// to the compiler.
+  ExprPtr persistent;
+  SourceLocation persistentLoc;
+
   std::vector<StmtPtr> body;
   SourceLocation bodyEnd; ///< the closing brace
 };

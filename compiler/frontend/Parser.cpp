@@ -258,6 +258,17 @@ private:
         kernel.warps = parseExpr();
         if (!kernel.warps || !expect(TokenKind::RParen))
           return false;
+      } else if (name.text == "persistent") {
+        if (kernel.hasPersistent)
+          diags_.report(name.loc, DiagId::DuplicateAnnotation, "persistent");
+        kernel.hasPersistent = true;
+        advance();
+        if (!expect(TokenKind::LParen))
+          return false;
+        kernel.persistentLoc = peek().loc;
+        kernel.persistent = parseExpr();
+        if (!kernel.persistent || !expect(TokenKind::RParen))
+          return false;
       } else {
         diags_.report(name.loc, DiagId::UnknownAnnotation, name.text);
         advance();

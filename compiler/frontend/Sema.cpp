@@ -246,6 +246,8 @@ void KernelChecker::run() {
     requireIntScalar(checkValue(*extent), "a grid extent", extent->loc);
   if (kernel_.warps)
     checkWarps(*kernel_.warps);
+  if (kernel_.persistent)
+    checkPersistent(*kernel_.persistent);
   inGrid_ = false;
 
   scopes_.emplace_back();
@@ -329,6 +331,24 @@ void KernelChecker::checkWarps(const ast::Expr &expr) {
     return;
   }
   facts_.warps = *warps;
+}
+
+/// `persistent(e)`: a condition (or integer, nonzero for yes) evaluated
+/// under each specialisation, like `warps`.
+void KernelChecker::checkPersistent(const ast::Expr &expr) {
+  Type type = checkValue(expr);
+  if (type.isInvalid())
+    return;
+  if (!type.isScalar() || (type.elem != ElemType::I32 && type.elem != ElemType::I1)) {
+    report(expr.loc, DiagId::PersistentNotCondition, describeType(type));
+    return;
+  }
+  std::optional<int64_t> value = evalConstQuietly(expr);
+  if (!value) {
+    report(kernel_.persistentLoc, DiagId::PersistentNotConstant);
+    return;
+  }
+  facts_.persistent = *value != 0 ? 1 : 0;
 }
 
 void KernelChecker::checkAssign(const ast::Stmt &stmt) {

@@ -43,6 +43,9 @@ struct KernelFacts {
   std::unordered_map<const ast::Expr *, double> fillValues;
   /// Warps per block under this specialisation.
   int64_t warps = 4;
+  /// `persistent(e)` under this specialisation: 1 or 0, or -1 when the
+  /// kernel leaves the choice to the compiler.
+  int persistent = -1;
   /// The values of `where NAME = e` under this specialisation.
   std::map<std::string, int64_t> derived;
 

@@ -67,6 +67,8 @@ struct Block {
 struct Kernel {
   std::string name;
   int warps = 4;
+  /// The source's `persistent(...)` hint: 1 or 0, or -1 when absent.
+  int persistent = -1;
   SourceLocation loc;
   /// The source kernel this one specialises and the compile-time parameter
   /// values it was specialised for (`where D in {64, 128}`), in declaration

@@ -169,6 +169,19 @@ private:
     if (!expectKeyword("warps", "`warps`") || !expectPunct('(') ||
         !parseInteger(kernel->warps, "the number of warps") || !expectPunct(')'))
       return nullptr;
+    if (token_.isIdentifier("persistent")) {
+      advance();
+      if (!expectPunct('('))
+        return nullptr;
+      if (!token_.is(TokenKind::Integer) || (token_.text != "0" && token_.text != "1")) {
+        expected("`0` or `1`");
+        return nullptr;
+      }
+      kernel->persistent = token_.text == "1";
+      advance();
+      if (!expectPunct(')'))
+        return nullptr;
+    }
     if (!parseSpecialization(*kernel) || !parseOptionalLoc(kernel->loc) || !expectPunct('{'))
       return nullptr;
 

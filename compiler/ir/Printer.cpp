@@ -112,6 +112,8 @@ public:
     for (auto &arg : kernel.launch.args)
       namer.aliasParameter(arg.get());
     out_ += ") warps(" + std::to_string(kernel.warps) + ")";
+    if (kernel.persistent >= 0)
+      out_ += " persistent(" + std::to_string(kernel.persistent) + ")";
     printSpecialization(kernel);
     printLoc(kernel.loc);
     out_ += " {\nlaunch:\n";

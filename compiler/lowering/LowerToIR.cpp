@@ -88,6 +88,7 @@ public:
     out_.sourceName = kernel_.name;
     out_.specialization = specialization_.values;
     out_.warps = static_cast<int>(facts_.warps);
+    out_.persistent = facts_.persistent;
     out_.loc = kernel_.loc;
     createParameters();
     lowerLaunch();

@@ -19,11 +19,21 @@
 //     numbers continue from tile to tile (`it_base` = tiles done so far x
 //     iterations per tile), so the producer runs ahead across tiles while
 //     the consumers store the previous one.
-//   * A kernel with tiles copied once per block (attention's query tile),
-//     or whose grid uses a third dimension, keeps its grid: the roles run
-//     once per block (specializeInPlace), and the register tiles set up
+//   * A kernel with tiles copied once per block (attention's query tile)
+//     keeps its grid unless the source asks for `persistent(...)`: the roles
+//     run once per block (specializeInPlace), and the register tiles set up
 //     before the loops move into the consumer role, whose warps they are
-//     laid out over.
+//     laid out over. Asked, and when every tile takes the same number of
+//     iterations (a static round-robin of tiles stays balanced), it becomes
+//     persistent too: its tiles go in launch order (x fastest, then y, then
+//     z), the producer copies each tile's resident tiles on the `once`
+//     barrier, now with one phase per tile, after the consumers have
+//     released the previous tile's on a barrier of their own (`once_empty`,
+//     once the products in flight after their loop are done), so that the
+//     next tile's copies overlap the current tile's stores. (Whether that pays
+//     depends on the schedule: on the H200 it did for the D = 64 attention
+//     forward's short tiles and cost 1-2% at D = 128, hence a hint.)
+//   * `persistent(0)` keeps any kernel's grid.
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
@@ -53,32 +63,34 @@ int consumerRegisters(const Target &target, int consumerWarps, int blocks) {
                   (target.registersPerSm / blocks - 128 * kProducerRegisters) / (consumerWarps * 32) / 8 * 8);
 }
 
+/// Blocks of the kernel that share a multiprocessor: as many as intended
+/// for its consumers where the shared buffers allocated fit that many times
+/// (hopper-layout sized the pipeline for it), else one.
+int blocksPerMultiprocessor(Kernel &kernel, const Target &target) {
+  int blocks = intendedBlocksPerSm(kernel.warps - 4);
+  if (blocks == 1)
+    return 1;
+  int64_t bytes = 0;
+  walk(kernel.body, [&](Op &op) {
+    if (op.kind == OpKind::SmemAlloc)
+      bytes += passes::sharedBufferBytes(op.result()->type) + kSharedAlignment;
+  });
+  return bytes <= target.sharedMemoryPerBlock(blocks) ? blocks : 1;
+}
+
 class WarpSpecializer {
 public:
   WarpSpecializer(Kernel &kernel, Op &producer, Op &consumer, const Target &target)
       : kernel_(kernel), producer_(producer), consumer_(consumer), target_(target) {}
 
-  /// Whether the kernel's blocks can become a persistent loop over tiles:
-  /// a 2-d grid, and no use of the third block index before the loops.
-  static bool persistable(Kernel &kernel, Op &producer) {
-    Op *grid = kernel.launch.ops.back().get();
-    if (grid->kind != OpKind::Grid || !isOne(grid->operands[2]))
-      return false;
-    for (auto &op : kernel.body.ops) {
-      if (op.get() == &producer)
-        break;
-      if (op->kind == OpKind::BlockId && op->intAttr("axis") == 2)
-        return false;
-    }
-    return true;
-  }
-
-  bool run() {
+  /// Finds the pieces the persistent form needs; false if the kernel's
+  /// structure is not the one hopper-pipeline makes.
+  bool analyze() {
     Block &body = kernel_.body;
     if (producer_.parent != &body || consumer_.parent != &body)
       return false;
-    Op *grid = kernel_.launch.ops.back().get();
-    if (grid->kind != OpKind::Grid || !isOne(grid->operands[2]))
+    grid_ = kernel_.launch.ops.back().get();
+    if (grid_->kind != OpKind::Grid)
       return false;
     // The base constant from hopper-pipeline.
     for (auto &op : body.ops)
@@ -86,18 +98,13 @@ public:
         base_ = op->result();
     if (!base_)
       return false;
-    for (auto &op : body.ops) {
-      if (op.get() == &producer_)
-        break;
-      if (op->kind == OpKind::BlockId && op->intAttr("axis") == 2)
-        return false;
-    }
-
     // Values that must be recomputed per tile: block ids, what depends on
-    // them, and tiles (each role makes its own).
+    // them, and tiles (each role makes its own); and the resident copies.
     for (auto &op : body.ops) {
       if (op.get() == &producer_)
         break;
+      if (op->strAttr("role") == "producer")
+        onceCopies_.push_back(op.get());
       bool perTile = op->kind == OpKind::BlockId || (op->results.size() == 1 && op->result()->type.isTile() &&
                                                      op->kind != OpKind::SmemAlloc);
       for (Value *operand : op->operands)
@@ -105,7 +112,45 @@ public:
       if (perTile && op->results.size() == 1)
         perTile_.insert(op->result());
     }
+    if (!onceCopies_.empty()) {
+      once_ = onceCopies_.front()->operands[0];
+      for (auto it = std::next(passes::positionOf(producer_)); it != body.ops.end() && !onceWait_; ++it)
+        if ((*it)->kind == OpKind::MbarrierWait && (*it)->operands[0] == once_)
+          onceWait_ = it->get();
+      for (auto &op : body.ops)
+        if (op->kind == OpKind::MbarrierInit && op->operands[0] == once_)
+          onceInit_ = op.get();
+    }
+    return onceCopies_.empty() || (onceWait_ && onceInit_);
+  }
 
+  /// Whether the blocks can become a persistent loop over tiles: a grid of
+  /// one tile per block along x and y, or, for kernels with resident tiles
+  /// (which the source must ask for), along x, y and z with the same
+  /// iterations for every tile. Otherwise `whyNot` says what stands in the way.
+  bool persistable(std::string &whyNot) const {
+    if (kernel_.persistent == 0)
+      return false;
+    if (onceCopies_.empty()) {
+      whyNot = "the grid is not one output tile per block along x and y";
+      if (!isOne(grid_->operands[2]))
+        return false;
+      for (auto &op : kernel_.body.ops) {
+        if (op.get() == &producer_)
+          break;
+        if (op->kind == OpKind::BlockId && op->intAttr("axis") == 2)
+          return false;
+      }
+      return true;
+    }
+    whyNot = "the number of iterations of its loop differs from block to block";
+    return kernel_.persistent == 1 && !perTile_.count(consumer_.operands[0]) &&
+           !perTile_.count(consumer_.operands[1]);
+  }
+
+  void run() {
+    Block &body = kernel_.body;
+    Op *grid = grid_;
     Builder b(body, passes::positionOf(producer_));
     b.setLoc(producer_.loc);
     // Tile counts from the launch grid, recomputed in the body.
@@ -114,11 +159,18 @@ public:
       for (auto &param : body.args)
         if (param->nameHint == arg->nameHint)
           launchToBody[arg.get()] = param.get();
-    Value *tilesX = cloneLaunch(b, grid->operands[0], launchToBody);
-    Value *tilesY = cloneLaunch(b, grid->operands[1], launchToBody);
-    tilesX->nameHint = "tiles_x";
-    tilesY->nameHint = "tiles_y";
+    // (A kernel parameter used as a count keeps its name.)
+    auto tileCount = [&](Value *extent, const char *name) {
+      Value *v = cloneLaunch(b, extent, launchToBody);
+      if (v->definingOp)
+        v->nameHint = name;
+      return v;
+    };
+    Value *tilesX = tileCount(grid->operands[0], "tiles_x");
+    Value *tilesY = tileCount(grid->operands[1], "tiles_y");
     Value *tiles = b.value(OpKind::Mul, {tilesX, tilesY}, i32());
+    if (!onceCopies_.empty())
+      tiles = b.value(OpKind::Mul, {tiles, tileCount(grid->operands[2], "tiles_z")}, i32());
     tiles->nameHint = "tiles";
     Value *first = b.value(OpKind::BlockId, {}, i32(), {{"axis", Attr(int64_t(0))}});
     Value *stride = b.value(OpKind::GridSize, {}, i32());
@@ -127,7 +179,8 @@ public:
     perTileIters->nameHint = "k_iters";
 
     int consumerWarps = kernel_.warps - 4;
-    int consumerRegs = consumerRegisters(target_, consumerWarps, 1);
+    int blocks = blocksPerMultiprocessor(kernel_, target_);
+    int consumerRegs = consumerRegisters(target_, consumerWarps, blocks);
     b.create(OpKind::WarpgroupRole, {}, {},
              {{"role", Attr(std::string("producer"))}, {"warpgroups", Attr(int64_t(1))},
               {"regs", Attr(int64_t(kProducerRegisters))}, {"issuers", Attr(int64_t(1))}});
@@ -141,15 +194,23 @@ public:
     // Move the producer loop, and the consumer loop with everything after it.
     // The role markers and tile loops went in before the producer loop, so
     // the consumer loop and everything after it form the consumer's work.
+    // With resident tiles, what sits between the two loops (the wait for
+    // them) belongs to the consumers too.
     std::vector<Op *> consumerOps;
     bool seen = false;
+    bool afterProducer = false;
     for (auto &op : body.ops) {
-      seen |= op.get() == &consumer_;
+      seen |= onceCopies_.empty() ? op.get() == &consumer_ : afterProducer;
+      afterProducer |= op.get() == &producer_;
       if (seen)
         consumerOps.push_back(op.get());
     }
-    moveInto(producerTiles, {&producer_}, tilesX, tilesY, first, stride, perTileIters);
-    moveInto(consumerTiles, consumerOps, tilesX, tilesY, first, stride, perTileIters);
+    std::vector<Op *> producerOps = onceCopies_;
+    producerOps.push_back(&producer_);
+    Value *producerDone = moveInto(producerTiles, producerOps, tilesX, tilesY, first, stride, perTileIters);
+    Value *consumerDone = moveInto(consumerTiles, consumerOps, tilesX, tilesY, first, stride, perTileIters);
+    if (!onceCopies_.empty())
+      releaseResidentTiles(producerDone, consumerDone);
 
     // Per-tile prelude values are recomputed inside the roles now.
     for (auto it = body.ops.end(); it != body.ops.begin();) {
@@ -159,14 +220,18 @@ public:
         it = body.ops.erase(it);
     }
 
-    // Launch: as many blocks as there are tiles, at most one per multiprocessor.
+    // Launch: as many blocks as there are tiles, at most as many as share
+    // the multiprocessors.
     Builder lb(kernel_.launch, passes::positionOf(*grid));
     Value *launchTiles = lb.value(OpKind::Mul, {grid->operands[0], grid->operands[1]}, i32());
+    if (!onceCopies_.empty())
+      launchTiles = lb.value(OpKind::Mul, {launchTiles, grid->operands[2]}, i32());
     Value *sms = lb.value(OpKind::NumSms, {}, i32());
-    Value *blocks = lb.value(OpKind::Min, {launchTiles, sms}, i32());
-    grid->operands[0] = blocks;
-    grid->operands[1] = grid->operands[2];
-    return true;
+    if (blocks > 1)
+      sms = lb.value(OpKind::Mul, {sms, lb.constInt(blocks)}, i32());
+    grid->operands[0] = lb.value(OpKind::Min, {launchTiles, sms}, i32());
+    grid->operands[1] = onceCopies_.empty() ? grid->operands[2] : lb.constInt(1);
+    grid->operands[2] = grid->operands[1];
   }
 
 private:
@@ -196,25 +261,37 @@ private:
   }
 
   /// Moves `ops` into the tile loop body and recomputes, inside it, the
-  /// per-tile prelude values they use.
-  void moveInto(Block &tileBody, const std::vector<Op *> &ops, Value *tilesX, Value *tilesY, Value *first,
-                Value *stride, Value *perTileIters) {
+  /// per-tile prelude values they use. Returns the number of tiles the
+  /// block has finished before this one.
+  Value *moveInto(Block &tileBody, const std::vector<Op *> &ops, Value *tilesX, Value *tilesY, Value *first,
+                  Value *stride, Value *perTileIters) {
     Value *tile = tileBody.args[0].get();
     Builder b(tileBody, std::prev(tileBody.ops.end()));
     b.setLoc(producer_.loc);
-    // Grouped order: tiles go down a group of kGroupRows tile rows, then on
-    // to the next column; groups follow each other.
-    Value *group = b.constInt(kGroupRows);
-    Value *perGroup = b.value(OpKind::Mul, {group, tilesX}, i32());
-    Value *g = b.value(OpKind::Div, {tile, perGroup}, i32());
-    Value *firstRow = b.value(OpKind::Mul, {g, group}, i32());
-    Value *rowsLeft = b.value(OpKind::Sub, {tilesY, firstRow}, i32());
-    Value *rows = b.value(OpKind::Min, {rowsLeft, group}, i32());
-    Value *inGroup = b.value(OpKind::Rem, {tile, perGroup}, i32());
-    Value *inRow = b.value(OpKind::Rem, {inGroup, rows}, i32());
-    Value *tileY = b.value(OpKind::Add, {firstRow, inRow}, i32());
+    Value *tileX, *tileY, *tileZ = nullptr;
+    if (onceCopies_.empty()) {
+      // Grouped order: tiles go down a group of kGroupRows tile rows, then
+      // on to the next column; groups follow each other.
+      Value *group = b.constInt(kGroupRows);
+      Value *perGroup = b.value(OpKind::Mul, {group, tilesX}, i32());
+      Value *g = b.value(OpKind::Div, {tile, perGroup}, i32());
+      Value *firstRow = b.value(OpKind::Mul, {g, group}, i32());
+      Value *rowsLeft = b.value(OpKind::Sub, {tilesY, firstRow}, i32());
+      Value *rows = b.value(OpKind::Min, {rowsLeft, group}, i32());
+      Value *inGroup = b.value(OpKind::Rem, {tile, perGroup}, i32());
+      Value *inRow = b.value(OpKind::Rem, {inGroup, rows}, i32());
+      tileY = b.value(OpKind::Add, {firstRow, inRow}, i32());
+      tileX = b.value(OpKind::Div, {inGroup, rows}, i32());
+    } else {
+      // Launch order: blocks running together share the K and V of one
+      // (batch, head), as a grid of one tile per block would.
+      tileX = b.value(OpKind::Rem, {tile, tilesX}, i32());
+      Value *rest = b.value(OpKind::Div, {tile, tilesX}, i32());
+      tileY = b.value(OpKind::Rem, {rest, tilesY}, i32());
+      tileZ = b.value(OpKind::Div, {rest, tilesY}, i32());
+      tileZ->nameHint = "tile_z";
+    }
     tileY->nameHint = "tile_y";
-    Value *tileX = b.value(OpKind::Div, {inGroup, rows}, i32());
     tileX->nameHint = "tile_x";
     Value *done = b.value(OpKind::Sub, {tile, first}, i32());
     Value *doneTiles = b.value(OpKind::Div, {done, stride}, i32());
@@ -238,54 +315,92 @@ private:
         if (perTile_.count(operand) && seen.insert(operand).second)
           needed.push_back(operand);
     });
+    Value *tileIds[3] = {tileX, tileY, tileZ};
+    // Block ids among the moved ops (the loops' address arithmetic, the
+    // stores after them) name the tile too.
+    std::vector<Op *> blockIds;
+    walk(tileBody, [&](Op &op) {
+      if (op.kind == OpKind::BlockId)
+        blockIds.push_back(&op);
+    });
+    for (Op *id : blockIds) {
+      replaceAllUsesIn(tileBody, id->result(), tileIds[id->intAttr("axis")]);
+      passes::eraseOp(*id);
+    }
     Builder front(tileBody, std::next(passes::positionOf(*base->definingOp)));
     front.setLoc(producer_.loc);
     for (Value *v : needed) {
-      Value *copy = clonePerTile(front, v, tileX, tileY, cloned);
+      Value *copy = clonePerTile(front, v, tileIds, cloned);
       replaceAllUsesIn(tileBody, v, copy);
     }
     replaceAllUsesIn(tileBody, base_, base);
+    return doneTiles;
   }
 
-  Value *clonePerTile(Builder &b, Value *v, Value *tileX, Value *tileY, std::map<Value *, Value *> &cloned) {
+  Value *clonePerTile(Builder &b, Value *v, Value *const tileIds[3], std::map<Value *, Value *> &cloned) {
     if (!perTile_.count(v))
       return v;
     if (auto it = cloned.find(v); it != cloned.end())
       return it->second;
     Op *def = v->definingOp;
     if (def->kind == OpKind::BlockId)
-      return cloned[v] = def->intAttr("axis") == 0 ? tileX : tileY;
+      return cloned[v] = tileIds[def->intAttr("axis")];
     std::vector<Value *> operands;
     for (Value *operand : def->operands)
-      operands.push_back(clonePerTile(b, operand, tileX, tileY, cloned));
+      operands.push_back(clonePerTile(b, operand, tileIds, cloned));
     b.setLoc(def->loc);
     Value *copy = b.value(def->kind, operands, v->type, def->attrs);
     copy->nameHint = v->nameHint;
     return cloned[v] = copy;
   }
 
+  /// The resident tiles get one copy per tile: the producer waits until
+  /// the consumers have released the previous tile's (the first wait passes
+  /// at once), and copies on phase `done` of `once`; the consumers wait for
+  /// that phase and release the tiles once the products still in flight
+  /// after their loop (which may read them) are done.
+  void releaseResidentTiles(Value *producerDone, Value *consumerDone) {
+    Block &body = kernel_.body;
+    Builder init(body, std::next(passes::positionOf(*onceInit_)));
+    init.setLoc(onceInit_->loc);
+    Builder alloc(body, passes::positionOf(*once_->definingOp));
+    alloc.setLoc(once_->definingOp->loc);
+    Value *released = alloc.value(OpKind::SmemAlloc, {}, once_->type);
+    released->nameHint = "once_empty";
+    int consumerWarps = kernel_.warps - 4;
+    init.create(OpKind::MbarrierInit, {released}, {}, {{"count", Attr(int64_t(consumerWarps))}});
+
+    Builder wait(*onceCopies_.front()->parent, passes::positionOf(*onceCopies_.front()));
+    wait.setLoc(onceCopies_.front()->loc);
+    wait.create(OpKind::MbarrierWait, {released, producerDone}, {}, {{"release", Attr(int64_t(1))}});
+    for (Op *copy : onceCopies_) {
+      copy->operands[1] = producerDone;
+      copy->attrs.erase("role");
+    }
+    onceWait_->operands[1] = consumerDone;
+    Block &tile = *consumer_.parent;
+    auto at = std::next(passes::positionOf(consumer_));
+    auto drained = std::find_if(at, tile.ops.end(), [](const std::unique_ptr<Op> &op) {
+      return op->kind == OpKind::WgmmaWait && op->intAttr("pending") == 0;
+    });
+    Builder after(tile, drained == tile.ops.end() ? at : std::next(drained));
+    after.setLoc(consumer_.loc);
+    Value *always = after.value(OpKind::Const, {}, Type::scalar(DType::I1), {{"value", Attr(int64_t(1))}});
+    after.create(OpKind::MbarrierArrive, {released, consumerDone, always}, {});
+  }
+
   Kernel &kernel_;
   Op &producer_;
   Op &consumer_;
   const Target &target_;
+  Op *grid_ = nullptr;
   Value *base_ = nullptr;
   std::set<Value *> perTile_;
+  std::vector<Op *> onceCopies_;
+  Value *once_ = nullptr;
+  Op *onceWait_ = nullptr;
+  Op *onceInit_ = nullptr;
 };
-
-/// Blocks of the kernel that share a multiprocessor: as many as intended
-/// for its consumers where the shared buffers allocated fit that many times
-/// (hopper-layout sized the pipeline for it), else one.
-int blocksPerMultiprocessor(Kernel &kernel, const Target &target) {
-  int blocks = intendedBlocksPerSm(kernel.warps - 4);
-  if (blocks == 1)
-    return 1;
-  int64_t bytes = 0;
-  walk(kernel.body, [&](Op &op) {
-    if (op.kind == OpKind::SmemAlloc)
-      bytes += passes::sharedBufferBytes(op.result()->type) + kSharedAlignment;
-  });
-  return bytes <= target.sharedMemoryPerBlock(blocks) ? blocks : 1;
-}
 
 /// The roles without a persistent tile loop: the producer's ops (those
 /// marked `role = "producer"`, from the first one on) go to warpgroup 0;
@@ -349,22 +464,26 @@ public:
         if (op->strAttr("role") == "consumer")
           consumer = op.get();
       }
-      if (!producer || !consumer)
-        continue;
-      bool copiesOnce = false;
-      for (auto &op : kernel->body.ops)
-        copiesOnce |= op.get() != producer && op->strAttr("role") == "producer";
-      // Blocks that copy tiles once (or whose grid is not one tile per
-      // block along x and y) keep their grid: the roles run once per block.
-      if (copiesOnce || !WarpSpecializer::persistable(*kernel, *producer)) {
-        specializeInPlace(*kernel, *producer, target);
+      if (!producer || !consumer) {
+        if (kernel->persistent == 1)
+          diags.report(kernel->loc, DiagId::PersistentIgnored, kernel->name,
+                       "its loop does not run as a producer/consumer pipeline on this target");
         continue;
       }
-      if (!WarpSpecializer(*kernel, *producer, *consumer, target).run()) {
+      WarpSpecializer specializer(*kernel, *producer, *consumer, target);
+      if (!specializer.analyze()) {
         diags.report(producer->loc, DiagId::UnsupportedOnTarget, "this producer/consumer loop structure",
                      target.name);
         return false;
       }
+      std::string whyNot;
+      if (specializer.persistable(whyNot)) {
+        specializer.run();
+        continue;
+      }
+      if (kernel->persistent == 1)
+        diags.report(kernel->loc, DiagId::PersistentIgnored, kernel->name, whyNot);
+      specializeInPlace(*kernel, *producer, target);
     }
     return true;
   }

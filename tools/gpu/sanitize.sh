@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every generated kernel once at sizes that are not multiples of its
 # tiles under compute-sanitizer's memcheck, racecheck and synccheck, on the
-# GPU machine. Usage: bash tools/gpu/sanitize.sh [GPU_DIR [WORKLOAD_REGEX]]
-# (default build/gpu, every workload)
+# GPU machine. Usage: bash tools/gpu/sanitize.sh [GPU_DIR [CASE_REGEX]]
+# (default build/gpu, every case; the regex is matched against
+# 'WORKLOAD SIZE_JSON', e.g. 'attn_fwd.*"D":64')
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 dir=${1:-build/gpu}
@@ -17,6 +18,7 @@ cases=(
   'attn_fwd {"B":1,"H":1,"N":300,"D":128,"causal":1}'
   'attn_fwd {"B":1,"H":2,"N":400,"D":64,"causal":0}'
   'attn_fwd {"B":1,"H":2,"N":400,"D":64,"causal":1}'
+  'attn_fwd {"B":4,"H":32,"N":400,"D":64,"causal":0}'
   'attn_bwd {"B":1,"H":2,"N":150,"D":64,"causal":1}'
   'attn_bwd {"B":1,"H":1,"N":100,"D":128,"causal":0}'
   'attn_bwd {"B":1,"H":1,"N":300,"D":128,"causal":1}'
@@ -30,7 +32,7 @@ for tool in memcheck racecheck synccheck; do
   for target in sm_80 sm_90a; do
     for c in "${cases[@]}"; do
       workload=${c%% *} size=${c#* }
-      [[ $workload =~ $only ]] || continue
+      [[ "$workload $size" =~ $only ]] || continue
       cu="$dir/${stem[$workload]}.$target.cu"
       [[ -f $cu ]] || continue
       log=$(compute-sanitizer --tool "$tool" --error-exitcode 3 python3 tools/gpu/profile_one.py "$cu" "$workload" "$size" 2>&1)

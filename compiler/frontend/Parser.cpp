@@ -248,26 +248,10 @@ private:
         if (!expect(TokenKind::RParen, "`,` or `)`"))
           return false;
       } else if (name.text == "warps") {
-        if (kernel.hasWarps)
-          diags_.report(name.loc, DiagId::DuplicateAnnotation, "warps");
-        kernel.hasWarps = true;
-        advance();
-        if (!expect(TokenKind::LParen))
-          return false;
-        kernel.warpsLoc = peek().loc;
-        kernel.warps = parseExpr();
-        if (!kernel.warps || !expect(TokenKind::RParen))
+        if (!parseExprAnnotation(kernel.hasWarps, kernel.warps, kernel.warpsLoc))
           return false;
       } else if (name.text == "persistent") {
-        if (kernel.hasPersistent)
-          diags_.report(name.loc, DiagId::DuplicateAnnotation, "persistent");
-        kernel.hasPersistent = true;
-        advance();
-        if (!expect(TokenKind::LParen))
-          return false;
-        kernel.persistentLoc = peek().loc;
-        kernel.persistent = parseExpr();
-        if (!kernel.persistent || !expect(TokenKind::RParen))
+        if (!parseExprAnnotation(kernel.hasPersistent, kernel.persistent, kernel.persistentLoc))
           return false;
       } else {
         diags_.report(name.loc, DiagId::UnknownAnnotation, name.text);
@@ -276,6 +260,20 @@ private:
       }
     }
     return false;
+  }
+
+  /// `NAME(expr)`, an annotation given at most once (`warps`, `persistent`).
+  bool parseExprAnnotation(bool &given, ast::ExprPtr &expr, SourceLocation &loc) {
+    const Token &name = peek();
+    if (given)
+      diags_.report(name.loc, DiagId::DuplicateAnnotation, name.text);
+    given = true;
+    advance();
+    if (!expect(TokenKind::LParen))
+      return false;
+    loc = peek().loc;
+    expr = parseExpr();
+    return expr && expect(TokenKind::RParen);
   }
 
   bool parseWhere(ast::Kernel &kernel) {

@@ -234,7 +234,29 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
   std::string destination =
       fmt::format("{} + row * {} + {} * 16", dstAddr, chunksPerRow * 16,
                   swizzledChunk("row", "piece", static_cast<int>(chunksPerRow)));
+  // When the block's threads cover whole rows, a multiple of the swizzle's
+  // 8-row period, each thread copies the same chunk of every
+  // `rowsPerRound`-th row: its source and destination are computed once and
+  // advanced by constants, instead of a 64-bit row address per chunk. That
+  // pays from four chunks a thread on (the GEMM's eight and four); with
+  // fewer, the extra live pointers cost more than they save.
+  int64_t rowsPerRound = threads % chunksPerRow == 0 ? threads / chunksPerRow : 0;
+  bool sameChunk = tile.shape.size() == 2 && rowsPerRound > 0 && rowsPerRound % 8 == 0 && iterations >= 4;
+  auto sameChunkLoop = [&]() {
+    out_.line("const int row = threadIdx.x / {}, piece = threadIdx.x % {};", chunksPerRow, chunksPerRow);
+    out_.line("const {} *from = src + int64_t(row) * {} + piece * {};", cType(tile.dtype), access.rowStride, perChunk);
+    out_.line("const uint32_t to = {} + row * {} + {} * 16;", dstAddr, chunksPerRow * 16,
+              swizzledChunk("row", "piece", static_cast<int>(chunksPerRow)));
+    out_.line("const int64_t round_stride = int64_t({}) * {};", rowsPerRound, access.rowStride);
+    out_.open(fmt::format("TKC_UNROLL for (int it = 0; it < {}; ++it)", iterations));
+    if (total % threads)
+      out_.line("if (threadIdx.x + it * {} >= {}) break;", threads, total);
+    out_.line("tkc::cp_async_16(to + it * {}, from + it * round_stride, 16);", rowsPerRound * chunksPerRow * 16);
+    out_.close();
+  };
   auto chunkLoop = [&](bool checked) {
+    if (!checked && sameChunk)
+      return sameChunkLoop();
     out_.open(fmt::format("TKC_UNROLL for (int it = 0; it < {}; ++it)", iterations));
     out_.line("const int chunk = threadIdx.x + it * {};", threads);
     if (total % threads)

@@ -11,14 +11,14 @@
 //     and codegen bounds the kernel for two blocks.
 //     `warpgroup_role` ops open each role's region; `warpgroup_role_end`
 //     closes the last one.
-//   * The grid becomes min(tiles, multiprocessors) blocks; each role walks
-//     the output tiles t = block, block + grid, ... in a grouped order (16
-//     tile rows at a time, column by column) so that blocks running together
-//     share A and B panels in L2. Values computed from `block_id` are
-//     recomputed per tile inside each role, and the pipeline's iteration
-//     numbers continue from tile to tile (`it_base` = tiles done so far x
-//     iterations per tile), so the producer runs ahead across tiles while
-//     the consumers store the previous one.
+//   * The grid becomes min(tiles, blocks the multiprocessors hold at once);
+//     each role walks the output tiles t = block, block + grid, ... in a
+//     grouped order (16 tile rows at a time, column by column) so that
+//     blocks running together share A and B panels in L2. Values computed
+//     from `block_id` are recomputed per tile inside each role, and the
+//     pipeline's iteration numbers continue from tile to tile (`it_base` =
+//     tiles done so far x iterations per tile), so the producer runs ahead
+//     across tiles while the consumers store the previous one.
 //   * A kernel with tiles copied once per block (attention's query tile)
 //     keeps its grid unless the source asks for `persistent(...)`: the roles
 //     run once per block (specializeInPlace), and the register tiles set up

@@ -38,6 +38,7 @@
 #include "passes/PassUtils.h"
 
 #include <algorithm>
+#include <functional>
 #include <list>
 #include <map>
 #include <set>
@@ -315,7 +316,15 @@ private:
         if (perTile_.count(operand) && seen.insert(operand).second)
           needed.push_back(operand);
     });
+    Builder front(tileBody, std::next(passes::positionOf(*base->definingOp)));
+    front.setLoc(producer_.loc);
+    // A 2-d grid's z index is 0 (made only if something reads it).
     Value *tileIds[3] = {tileX, tileY, tileZ};
+    auto tileId = [&](int64_t axis) {
+      if (!tileIds[axis])
+        tileIds[axis] = front.constInt(0);
+      return tileIds[axis];
+    };
     // Block ids among the moved ops (the loops' address arithmetic, the
     // stores after them) name the tile too.
     std::vector<Op *> blockIds;
@@ -324,30 +333,29 @@ private:
         blockIds.push_back(&op);
     });
     for (Op *id : blockIds) {
-      replaceAllUsesIn(tileBody, id->result(), tileIds[id->intAttr("axis")]);
+      replaceAllUsesIn(tileBody, id->result(), tileId(id->intAttr("axis")));
       passes::eraseOp(*id);
     }
-    Builder front(tileBody, std::next(passes::positionOf(*base->definingOp)));
-    front.setLoc(producer_.loc);
     for (Value *v : needed) {
-      Value *copy = clonePerTile(front, v, tileIds, cloned);
+      Value *copy = clonePerTile(front, v, tileId, cloned);
       replaceAllUsesIn(tileBody, v, copy);
     }
     replaceAllUsesIn(tileBody, base_, base);
     return doneTiles;
   }
 
-  Value *clonePerTile(Builder &b, Value *v, Value *const tileIds[3], std::map<Value *, Value *> &cloned) {
+  Value *clonePerTile(Builder &b, Value *v, const std::function<Value *(int64_t)> &tileId,
+                      std::map<Value *, Value *> &cloned) {
     if (!perTile_.count(v))
       return v;
     if (auto it = cloned.find(v); it != cloned.end())
       return it->second;
     Op *def = v->definingOp;
     if (def->kind == OpKind::BlockId)
-      return cloned[v] = tileIds[def->intAttr("axis")];
+      return cloned[v] = tileId(def->intAttr("axis"));
     std::vector<Value *> operands;
     for (Value *operand : def->operands)
-      operands.push_back(clonePerTile(b, operand, tileIds, cloned));
+      operands.push_back(clonePerTile(b, operand, tileId, cloned));
     b.setLoc(def->loc);
     Value *copy = b.value(def->kind, operands, v->type, def->attrs);
     copy->nameHint = v->nameHint;

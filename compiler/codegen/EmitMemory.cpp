@@ -245,8 +245,7 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
   auto sameChunkLoop = [&]() {
     out_.line("const int row = threadIdx.x / {}, piece = threadIdx.x % {};", chunksPerRow, chunksPerRow);
     out_.line("const {} *from = src + int64_t(row) * {} + piece * {};", cType(tile.dtype), access.rowStride, perChunk);
-    out_.line("const uint32_t to = {} + row * {} + {} * 16;", dstAddr, chunksPerRow * 16,
-              swizzledChunk("row", "piece", static_cast<int>(chunksPerRow)));
+    out_.line("const uint32_t to = {};", destination);
     out_.line("const int64_t round_stride = int64_t({}) * {};", rowsPerRound, access.rowStride);
     out_.open(fmt::format("TKC_UNROLL for (int it = 0; it < {}; ++it)", iterations));
     if (total % threads)

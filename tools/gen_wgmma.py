@@ -24,16 +24,17 @@ def accumulators(count):
 def shared_a(n, t):
     regs = n // 2
     return f'''/// d (64 x {n}, f32) += a (64 x 16) * b (16 x {n}), {t}; a and b from shared memory descriptors;
-/// TransB = 1 reads b N-major (rows of b contiguous in shared memory).
-template <int TransB>
+/// TransB = 1 reads b N-major (rows of b contiguous in shared memory); TransA = 1
+/// reads a M-major (a given as [K, M], rows of a^T contiguous).
+template <int TransB, int TransA = 0>
 __device__ __forceinline__ void wgmma_m64n{n}k16_f32_{t}(float (&d)[{regs}], uint64_t desc_a, uint64_t desc_b) {{
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"
       "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} "
       "{{{registers(0, regs)}}}, "
-      "%{regs}, %{regs + 1}, p, 1, 1, 0, %{regs + 3};\\n}}\\n"
+      "%{regs}, %{regs + 1}, p, 1, 1, %{regs + 4}, %{regs + 3};\\n}}\\n"
       : {accumulators(regs)}
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TransB));
+      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TransB), "n"(TransA));
 }}
 '''
 

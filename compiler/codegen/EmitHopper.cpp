@@ -277,8 +277,9 @@ bool KernelEmitter::emitTmaStore(const Op &op) {
 
 /// One warpgroup multiplies its 64 rows of the tile: K/16 wgmma
 /// instructions of m64nNk16, accumulating in place. A comes from shared
-/// memory (K-major panels) or from registers in the A-fragment layout; B
-/// is K-major ([N, K], `trans_b`) or N-major ([K, N]) panels.
+/// memory (K-major panels, or an M-major panel per warpgroup for a [K, M]
+/// tile read transposed, `trans_a`) or from registers in the A-fragment
+/// layout; B is K-major ([N, K], `trans_b`) or N-major ([K, N]) panels.
 bool KernelEmitter::emitWgmma(const Op &op) {
   const Value *a = op.operands[0];
   const Value *b = op.operands[1];
@@ -290,7 +291,8 @@ bool KernelEmitter::emitWgmma(const Op &op) {
       b->type.layout.kind != LayoutKind::Swizzle128 || acc.layout.kind != LayoutKind::Acc || acc.layout.warpsN != 1 ||
       acc.shape[0] != 16 * acc.layout.warpsM)
     return unsupported(op, "wgmma on these operands");
-  int64_t n = acc.shape[1], k = a->type.shape[1];
+  bool transA = !aInRegisters && op.intAttr("trans_a") != 0;
+  int64_t n = acc.shape[1], k = a->type.shape[transA ? 0 : 1];
   const char *type = a->type.dtype == DType::BF16 ? "bf16" : "f16";
   int64_t elem = dtypeBytes(a->type.dtype);
   int64_t perPanel = kSwizzle128RowBytes / elem / 16; // k16 steps in one panel row
@@ -318,7 +320,10 @@ bool KernelEmitter::emitWgmma(const Op &op) {
     out_.line("const uint64_t b_desc = tkc::wgmma_desc_sw128({}, {}, 1024);", name(b), k * kSwizzle128RowBytes);
     stepB = fmt::format("kk * {}", 16 * kSwizzle128RowBytes);
   }
-  if (!aInRegisters)
+  if (transA) // M-major: the warpgroup's 64 rows of M are one panel of k rows
+    out_.line("const uint64_t a_desc = tkc::wgmma_desc_sw128({} + (warp_m / 4) * {}, {}, 1024);", name(a),
+              k * kSwizzle128RowBytes, k * kSwizzle128RowBytes);
+  else if (!aInRegisters)
     out_.line("const uint64_t a_desc = tkc::wgmma_desc_sw128({} + (warp_m / 4) * {}, 16, 1024);", name(a),
               64 * kSwizzle128RowBytes);
   out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", k / 16));
@@ -329,8 +334,10 @@ bool KernelEmitter::emitWgmma(const Op &op) {
     out_.line("tkc::wgmma_rs_m64n{}k16_f32_{}<{}>({}, {} + 0], {} + 1], {} + 2], {} + 3], {});", n, type, transB ? 0 : 1,
               name(c), frag, frag, frag, frag, descB);
   } else {
-    std::string descA = fmt::format("tkc::wgmma_desc_advance(a_desc, {})", kMajorStep(a->type.shape[0]));
-    out_.line("tkc::wgmma_m64n{}k16_f32_{}<{}>({}, {}, {});", n, type, transB ? 0 : 1, name(c), descA, descB);
+    std::string descA = fmt::format("tkc::wgmma_desc_advance(a_desc, {})",
+                                    transA ? fmt::format("kk * {}", 16 * kSwizzle128RowBytes) : kMajorStep(a->type.shape[0]));
+    out_.line("tkc::wgmma_m64n{}k16_f32_{}<{}{}>({}, {}, {});", n, type, transB ? 0 : 1, transA ? ", 1" : "", name(c),
+              descA, descB);
   }
   out_.close();
   out_.close();

@@ -1,7 +1,8 @@
 // mma on the sm_80 path: each warp multiplies its accumulator sub-tile with
 // mma.sync.m16n8k16, loading operand fragments from swizzled shared tiles
-// with ldmatrix (A: rows of the tile; B: ldmatrix.trans for a [K, N] tile,
-// plain ldmatrix for a [N, K] tile used transposed).
+// with ldmatrix (A: rows of the tile, or ldmatrix.trans for a [K, M] tile
+// used transposed; B: ldmatrix.trans for a [K, N] tile, plain ldmatrix for
+// a [N, K] tile used transposed).
 #include "codegen/KernelEmitter.h"
 
 namespace tkc::codegen {
@@ -63,7 +64,8 @@ bool KernelEmitter::emitMma(const Op &op) {
   const Layout &layout = d->type.layout;
   int64_t wm = d->type.shape[0] / layout.warpsM, wn = d->type.shape[1] / layout.warpsN;
   int mt = static_cast<int>(wm / 16), nt = static_cast<int>(wn / 8);
-  int64_t k = a->type.shape[1];
+  bool transA = op.intAttr("trans_a") != 0;
+  int64_t k = a->type.shape[transA ? 0 : 1];
   int kt = static_cast<int>(k / 16);
 
   std::string acc = declareName(d);
@@ -79,9 +81,18 @@ bool KernelEmitter::emitMma(const Op &op) {
   auto loadFragments = [&](const std::string &kk, const std::string &buf) {
     if (aShared) {
       out_.open(fmt::format("TKC_UNROLL for (int i = 0; i < {}; ++i)", mt));
-      std::string row = fmt::format("warp_m * {} + i * 16 + lane % 16", wm);
-      out_.line("tkc::ldmatrix_x4(a_frag[{0}][i][0], a_frag[{0}][i][1], a_frag[{0}][i][2], a_frag[{0}][i][3], {1});", buf,
-                smemRowAddress(name(a), a->type, row, fmt::format("({}) * 2 + lane / 16", kk)));
+      std::string addr;
+      if (!transA) {
+        std::string row = fmt::format("warp_m * {} + i * 16 + lane % 16", wm);
+        addr = smemRowAddress(name(a), a->type, row, fmt::format("({}) * 2 + lane / 16", kk));
+      } else {
+        // a is [K, M] row-major: rows are k; ldmatrix.trans yields the row
+        // fragments of a^T, lanes 8-15 giving rows 8-15 and 16-31 k 8-15.
+        std::string row = fmt::format("({}) * 16 + lane / 16 * 8 + lane % 8", kk);
+        addr = smemRowAddress(name(a), a->type, row, fmt::format("warp_m * {} + i * 2 + lane / 8 % 2", wm / 8));
+      }
+      out_.line("tkc::ldmatrix_x4{0}(a_frag[{1}][i][0], a_frag[{1}][i][1], a_frag[{1}][i][2], a_frag[{1}][i][3], {2});",
+                transA ? "_trans" : "", buf, addr);
       out_.close();
     }
     out_.open(fmt::format("TKC_UNROLL for (int j = 0; j < {}; j += {})", nt, pairs ? 2 : 1));

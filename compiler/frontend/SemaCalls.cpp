@@ -200,12 +200,7 @@ Type KernelChecker::checkMma(const Expr &call) {
   }
   const Expr &aExpr = call.operand(0);
   const Expr &bExpr = call.operand(1);
-  Type a = check(aExpr);
-  if (a.transposed) {
-    report(aExpr.loc, DiagId::MmaTransposedA);
-    return Type::invalid();
-  }
-  a = rejectNonValue(aExpr, a, false, false);
+  Type a = rejectNonValue(aExpr, check(aExpr), false, /*allowTranspose=*/true);
   Type b = rejectNonValue(bExpr, check(bExpr), false, /*allowTranspose=*/true);
   Type c = count == 3 ? checkValue(call.operand(2)) : Type::invalid();
   if (a.isInvalid() || b.isInvalid() || (count == 3 && c.isInvalid()))
@@ -232,7 +227,7 @@ Type KernelChecker::checkMma(const Expr &call) {
     report(call.loc, DiagId::DTypeMismatch, "mma", elemTypeName(a.elem), elemTypeName(b.elem));
     return Type::invalid();
   }
-  int64_t m = a.shape[0], k = a.shape[1];
+  int64_t m = a.transposed ? a.shape[1] : a.shape[0], k = a.transposed ? a.shape[0] : a.shape[1];
   int64_t kb = b.transposed ? b.shape[1] : b.shape[0];
   int64_t n = b.transposed ? b.shape[0] : b.shape[1];
   if (k != kb) {

@@ -103,9 +103,11 @@ std::vector<int64_t> Machine::sliceBase(Context &ctx, const Op &op, size_t first
 }
 
 
-void Machine::multiply(RValue &a, RValue &b, RValue &c, bool transB, int64_t m, int64_t n, int64_t k, RValue &out) {
+void Machine::multiply(RValue &a, RValue &b, RValue &c, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                       RValue &out) {
   const std::vector<double> &av = data(a), &bv = data(b), &cv = data(c);
   const char *aPad = padOf(a), *bPad = padOf(b), *cPad = padOf(c);
+  auto aAt = [&](int64_t i, int64_t x) { return transA ? x * m + i : i * k + x; };
   auto bAt = [&](int64_t x, int64_t j) { return transB ? j * k + x : x * n + j; };
   // A product element is padding when its whole row of a or column of b is.
   std::vector<char> rowPadded(m, 0), colPadded(n, 0);
@@ -113,7 +115,7 @@ void Machine::multiply(RValue &a, RValue &b, RValue &c, bool transB, int64_t m, 
     for (int64_t i = 0; i < m; ++i) {
       rowPadded[i] = k > 0;
       for (int64_t x = 0; x < k && rowPadded[i]; ++x)
-        rowPadded[i] = aPad[i * k + x] != 0;
+        rowPadded[i] = aPad[aAt(i, x)] != 0;
     }
   if (bPad)
     for (int64_t j = 0; j < n; ++j) {
@@ -132,11 +134,9 @@ void Machine::multiply(RValue &a, RValue &b, RValue &c, bool transB, int64_t m, 
     for (int64_t i = 0; i < m; ++i) {
       // Padding takes no part in a contraction.
       double sum = cv[i * n + j];
-      const double *aRow = &av[i * k];
-      const char *aRowPad = aPad ? aPad + i * k : nullptr;
       for (int64_t x = 0; x < k; ++x)
-        if (!(aRowPad && aRowPad[x]) && !bColumnPad[x])
-          sum += aRow[x] * bColumn[x];
+        if (!(aPad && aPad[aAt(i, x)]) && !bColumnPad[x])
+          sum += av[aAt(i, x)] * bColumn[x];
       result[i * n + j] = roundTo(DType::F32, sum);
       if (rowPadded[i] || colPadded[j] || (cPad && cPad[i * n + j]))
         markPad(out, i * n + j);
@@ -256,8 +256,9 @@ Machine::Status Machine::execStore(Context &ctx, const Op &op) {
 Machine::Status Machine::execMma(Context &ctx, const Op &op) {
   const Type &type = op.result()->type;
   RValue r = newTile(type);
-  multiply(get(ctx, op.operands[0]), get(ctx, op.operands[1]), get(ctx, op.operands[2]), op.intAttr("trans_b") != 0,
-           type.shape[0], type.shape[1], op.operands[0]->type.shape[1], r);
+  bool transA = op.intAttr("trans_a") != 0;
+  multiply(get(ctx, op.operands[0]), get(ctx, op.operands[1]), get(ctx, op.operands[2]), transA,
+           op.intAttr("trans_b") != 0, type.shape[0], type.shape[1], op.operands[0]->type.shape[transA ? 0 : 1], r);
   ctx.values[op.result()] = r;
   return Status::Next;
 }

@@ -360,19 +360,22 @@ Machine::Status Machine::execWgmma(Context &ctx, const Op &op) {
     return Status::Next;
   }
   const Type &type = op.result()->type;
-  bool transB = op.intAttr("trans_b") != 0;
+  bool transA = op.intAttr("trans_a") != 0, transB = op.intAttr("trans_b") != 0;
   const std::vector<int64_t> &aShape = op.operands[0]->type.shape, &bShape = op.operands[1]->type.shape;
   bool shapesFit = type.shape.size() == 2 && aShape.size() == 2 && bShape.size() == 2 &&
-                   op.operands[2]->type.shape == type.shape && aShape[0] == type.shape[0] &&
-                   bShape == (transB ? std::vector<int64_t>{type.shape[1], aShape[1]}
-                                     : std::vector<int64_t>{aShape[1], type.shape[1]});
+                   op.operands[2]->type.shape == type.shape && aShape[transA ? 1 : 0] == type.shape[0];
+  if (shapesFit) {
+    int64_t k = aShape[transA ? 0 : 1];
+    shapesFit = bShape == (transB ? std::vector<int64_t>{type.shape[1], k} : std::vector<int64_t>{k, type.shape[1]});
+  }
   for (size_t i = 0; i < 3 && shapesFit; ++i) {
     RValue &r = get(ctx, op.operands[i]);
     shapesFit = r.buffer ? !r.buffer->slots.empty() : r.tile != nullptr;
   }
   if (!shapesFit)
     return fail(op, DiagId::InterpMalformedOp, "wgmma",
-                "it needs tiles a [M, K], b [K, N] (or [N, K] with `trans_b`) and an accumulator [M, N]");
+                "it needs tiles a [M, K] (or [K, M] with `trans_a`), b [K, N] (or [N, K] with `trans_b`) and an "
+                "accumulator [M, N]");
   // Each warpgroup of the role computes 64 rows.
   if (type.shape[0] != 64 * ctx.warpgroups())
     return fail(op, DiagId::InterpWgmmaRows, type.shape[0], ctx.what(), ctx.warpgroups());
@@ -450,8 +453,9 @@ Machine::Status Machine::retire(const Op &at, PendingWgmma &w) {
     if (checkSharedRead(*w.op, w.op->operands[i], i == 0 ? w.a : w.b) == Status::Failed)
       return Status::Failed;
   const Type &type = w.op->result()->type;
-  int64_t k = w.op->operands[0]->type.shape[1];
-  multiply(w.a, w.b, w.c, w.op->intAttr("trans_b") != 0, type.shape[0], type.shape[1], k, w.result);
+  bool transA = w.op->intAttr("trans_a") != 0;
+  int64_t k = w.op->operands[0]->type.shape[transA ? 0 : 1];
+  multiply(w.a, w.b, w.c, transA, w.op->intAttr("trans_b") != 0, type.shape[0], type.shape[1], k, w.result);
   *w.result.inFlight = false;
   return Status::Next;
 }

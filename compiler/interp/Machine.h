@@ -321,7 +321,8 @@ private:
   RValue copyOf(RValue &v);
   std::string nameOf(const ir::Value *v) const;
   /// Multiplies c + a @ b over the f32 accumulator with the padding rule.
-  void multiply(RValue &a, RValue &b, RValue &c, bool transB, int64_t m, int64_t n, int64_t k, RValue &out);
+  void multiply(RValue &a, RValue &b, RValue &c, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                RValue &out);
 
   template <typename... Args> Status fail(const ir::Op &op, DiagId id, Args &&...args) {
     diags_.report(op.loc, id, std::forward<Args>(args)...);

@@ -315,8 +315,9 @@ std::string checkMma(const Op &op) {
   for (size_t i = 0; i < 3; ++i)
     if (!operandType(op, i).isTile() || operandType(op, i).shape.size() != 2)
       return fmt::format("{} operand must be a 2-d tile, but is {}", names[i], operandType(op, i).str());
-  if (auto error = checkIntAttr(op, "trans_b", Presence::Optional, 0, 1); !error.empty())
-    return error;
+  for (const char *flag : {"trans_a", "trans_b"})
+    if (auto error = checkIntAttr(op, flag, Presence::Optional, 0, 1); !error.empty())
+      return error;
   const Type &a = operandType(op, 0), &b = operandType(op, 1), &c = operandType(op, 2);
   if (a.dtype != DType::BF16 && a.dtype != DType::F16)
     return fmt::format("a operand must be bf16 or f16, but is {}", dtypeName(a.dtype));
@@ -324,12 +325,12 @@ std::string checkMma(const Op &op) {
     return fmt::format("b operand must be {} like a, but is {}", dtypeName(a.dtype), dtypeName(b.dtype));
   if (c.dtype != DType::F32)
     return fmt::format("accumulator must be f32, but is {}", dtypeName(c.dtype));
-  bool transB = op.intAttr("trans_b") == 1;
-  int64_t m = a.shape[0], k = a.shape[1];
+  bool transA = op.intAttr("trans_a") == 1, transB = op.intAttr("trans_b") == 1;
+  int64_t m = transA ? a.shape[1] : a.shape[0], k = transA ? a.shape[0] : a.shape[1];
   int64_t bk = transB ? b.shape[1] : b.shape[0], n = transB ? b.shape[0] : b.shape[1];
   if (bk != k)
-    return fmt::format("b operand {}{} does not match a operand {}", shapeText(b.shape),
-                       transB ? " (transposed)" : "", shapeText(a.shape));
+    return fmt::format("b operand {}{} does not match a operand {}{}", shapeText(b.shape),
+                       transB ? " (transposed)" : "", shapeText(a.shape), transA ? " (transposed)" : "");
   if (c.shape != std::vector<int64_t>{m, n})
     return fmt::format("accumulator shape {} must be {}", shapeText(c.shape), shapeText({m, n}));
   if (resultType(op) != c)

@@ -406,6 +406,8 @@ private:
                        ? lower(call.operand(2))
                        : create(call, OpKind::Fill, {}, toIR(resultType), {{"value", ir::Attr(0.0)}});
     std::map<std::string, ir::Attr> attrs;
+    if (typeOf(call.operand(0)).transposed)
+      attrs["trans_a"] = ir::Attr(int64_t(1));
     if (typeOf(call.operand(1)).transposed)
       attrs["trans_b"] = ir::Attr(int64_t(1));
     return create(call, OpKind::Mma, {a, b, c}, toIR(resultType), std::move(attrs));

@@ -2,8 +2,9 @@
 // wgmma schedule for a pipelined matrix-product loop.
 //
 // A loop qualifies when its body is a pipelined GEMM step: two shared loads
-// (A [BM, BK] and B [BK, BN], or B [BN, BK] with trans_b) feeding one `mma`
-// whose accumulator is carried by the loop, plus scalar address arithmetic.
+// (A [BM, BK], or [BK, BM] with trans_a, and B [BK, BN], or [BN, BK] with
+// trans_b) feeding one `mma` whose accumulator is carried by the loop, plus
+// scalar address arithmetic.
 // For such a loop the pass
 //   * stages both operand tiles as 128-byte-swizzled panels (#swizzle128),
 //     the layout that the bulk tensor copy engine writes and wgmma reads;
@@ -109,11 +110,12 @@ std::optional<GemmLoop> matchGemmLoop(Op &loop) {
   int64_t bm = acc.shape[0], bn = acc.shape[1];
   const auto &aShape = m.loadA->result()->type.shape;
   const auto &bShape = m.loadB->result()->type.shape;
-  bool transB = mma.intAttr("trans_b") != 0;
-  int64_t bk = aShape[1];
+  bool transA = mma.intAttr("trans_a") != 0, transB = mma.intAttr("trans_b") != 0;
+  int64_t bk = aShape[transA ? 0 : 1];
   // 64 operand columns make one 128-byte swizzle panel: the A tile is then
-  // a single box and every k16 step sits inside it.
-  if (bk != 64 || aShape[0] != bm)
+  // a single box and every k16 step sits inside it. Read transposed ([K, M],
+  // M-major), each consumer warpgroup's 64 rows of M are one panel.
+  if (bk != 64 || aShape[transA ? 1 : 0] != bm)
     return std::nullopt;
   if (transB ? (bShape[0] != bn || bShape[1] != bk) : (bShape[0] != bk || bShape[1] != bn))
     return std::nullopt;
@@ -247,6 +249,9 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
         return std::nullopt;
       continue;
     }
+    // A transposed A operand is left to the sm_80 code.
+    if (op->intAttr("trans_a"))
+      return std::nullopt;
     f.mmas.push_back(op.get());
     Value *a = op->operands[0], *b = op->operands[1];
     const Type &acc = op->result()->type;

@@ -202,8 +202,9 @@ private:
     at.setLoc(mma.loc);
     at.create(OpKind::WgmmaFence, {}, {});
     std::map<std::string, Attr> attrs;
-    if (mma.hasAttr("trans_b"))
-      attrs["trans_b"] = mma.attrs.at("trans_b");
+    for (const char *flag : {"trans_a", "trans_b"})
+      if (mma.hasAttr(flag))
+        attrs[flag] = mma.attrs.at(flag);
     Value *next = at.value(OpKind::Wgmma, mma.operands, mma.result()->type, attrs);
     next->nameHint = mma.result()->nameHint;
     at.create(OpKind::WgmmaCommit, {}, {});

@@ -8,7 +8,10 @@
 // take the 16-byte-vector "strip" layout. Vectors take the row or column
 // layout of the tiles they are reduced from or broadcast to. Where a value
 // changes role (an accumulator used as an mma A operand, a shared tile read
-// many times inside a loop) a `convert` is inserted.
+// many times inside a loop, unless it is read transposed) a `convert` is
+// inserted. Operands that an mma reads transposed (`trans_a`) and all B
+// operands must be loads: ldmatrix transposes them on the way out of shared
+// memory.
 #include "passes/Pass.h"
 
 #include <fmt/format.h>
@@ -97,7 +100,7 @@ public:
   bool run() {
     collectUses(kernel_.body);
     markSharedOperands();
-    if (!checkOperandsB())
+    if (!checkSharedOperands())
       return false;
     buildClasses(kernel_.body);
     if (!chooseWarpGrid())
@@ -346,7 +349,8 @@ private:
       Value *a = mma->operands[0];
       if (a->type.isShared()) {
         Op *load = a->definingOp;
-        if (!load || loopDepth(*load) >= loopDepth(*mma))
+        // A transposed operand is read with ldmatrix.trans at each use.
+        if (!load || loopDepth(*load) >= loopDepth(*mma) || mma->intAttr("trans_a"))
           continue;
         // Registers are worth it only while they leave room for the
         // accumulators: past that, reading shared memory each time is cheaper
@@ -392,12 +396,18 @@ private:
     return true;
   }
 
-  /// B operands are read from shared memory by ldmatrix: they must be loads.
-  bool checkOperandsB() {
+  /// B operands, and A operands read transposed, are read from shared memory
+  /// by ldmatrix (a register tile cannot be transposed across lanes): they
+  /// must be loads.
+  bool checkSharedOperands() {
     bool ok = true;
     walk(kernel_.body, [&](Op &op) {
-      if (ok && op.kind == OpKind::Mma && !shared_.count(op.operands[1]))
+      if (!ok || op.kind != OpKind::Mma)
+        return;
+      if (!shared_.count(op.operands[1]))
         ok = failAt(op, op.operands[1], "the B operand of mma must be loaded from a global tensor");
+      else if (op.intAttr("trans_a") && !shared_.count(op.operands[0]))
+        ok = failAt(op, op.operands[0], "a transposed A operand of mma must be loaded from a global tensor");
     });
     return ok;
   }

@@ -212,10 +212,11 @@ private:
       return result;
     }
     case OpKind::Mma: {
-      // Rows come from a, columns from b's N axis, and c adds in elementwise.
+      // Rows come from a's M axis, columns from b's N axis, and c adds in
+      // elementwise.
       Padding result;
       const Padding &a = paddingOf(op.operands[0]), &b = paddingOf(op.operands[1]);
-      if (auto it = a.find(0); it != a.end())
+      if (auto it = a.find(op.intAttr("trans_a") ? 1 : 0); it != a.end())
         result[0] = {it->second.bound, false};
       if (auto it = b.find(op.intAttr("trans_b") ? 0 : 1); it != b.end())
         result[1] = {it->second.bound, false};
@@ -264,8 +265,8 @@ private:
   /// Padding along K is multiplied into every product, so any that is not
   /// known to be zero is replaced by zeros.
   void maskContraction(Op &mma) {
-    int64_t bAxisK = mma.intAttr("trans_b") ? 1 : 0;
-    for (auto [operand, axisK] : {std::pair<unsigned, int64_t>{0, 1}, {1, bAxisK}}) {
+    int64_t aAxisK = mma.intAttr("trans_a") ? 0 : 1, bAxisK = mma.intAttr("trans_b") ? 1 : 0;
+    for (auto [operand, axisK] : {std::pair<unsigned, int64_t>{0, aAxisK}, {1, bAxisK}}) {
       const Padding &padding = paddingOf(mma.operands[operand]);
       auto it = padding.find(axisK);
       if (it == padding.end() || it->second.knownZero)

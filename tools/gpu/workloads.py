@@ -137,6 +137,31 @@ class Gemm(Workload):
         return s["M"]
 
 
+class GemmTN(Gemm):
+    """C = A^T @ B with A stored as [K, M] (examples/gemm_tn.tk). The TMA and
+    cp.async copies need rows of a multiple of 16 bytes, so M and N are
+    multiples of 8 here (K, the rows of A and B, is free)."""
+    name = "gemm_tn"
+    stem = "gemm_tn"
+    check_sizes = [dict(M=m, N=n, K=k) for m, n, k in
+                   [(128, 128, 128), (1000, 1000, 1000), (136, 520, 257), (2048, 2048, 2048), (4000, 4000, 4000),
+                    (4096, 4096, 4096), (8192, 8192, 1024)]]
+    bench_sizes = [dict(M=s, N=s, K=s) for s in (2048, 4096, 8192)]
+    quick_sizes = [dict(M=4096, N=4096, K=4096)]
+    argcheck_size = dict(M=128, N=128, K=128)
+    extra_arg_cases = [("inconsistent K", dict(M=128, N=128, K=128), {"B": (136, 128)}, 2)]
+
+    def shapes(self, s):
+        return {"A": (s["K"], s["M"]), "B": (s["K"], s["N"]), "C": (s["M"], s["N"])}
+
+    def reference(self, inp, s):
+        return {"C": inp["A"].double().t() @ inp["B"].double()}
+
+    def peers(self, s):
+        import torch
+        return {"cuBLAS": lambda inp: torch.matmul(inp["A"].t(), inp["B"])}
+
+
 # --- attention forward ----------------------------------------------------------------
 
 
@@ -399,7 +424,7 @@ class SelftestAxpy(Workload):
         return s["n"]
 
 
-WORKLOADS = [Gemm(), AttnFwd(), AttnBwd(), LayerNorm()]
+WORKLOADS = [Gemm(), GemmTN(), AttnFwd(), AttnBwd(), LayerNorm()]
 SELFTEST = SelftestAxpy()
 BY_NAME = {w.name: w for w in WORKLOADS + [SELFTEST]}
 ALIASES = {"selftest": "axpy", "attention_fwd": "attn_fwd", "attn": "attn_fwd", "attention_bwd": "attn_bwd"}

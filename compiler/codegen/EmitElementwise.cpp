@@ -126,7 +126,55 @@ void KernelEmitter::emitElementwise(const Op &op) {
     out_.close();
     return;
   }
+  if (const Value *factors = rowFactorsOfCarriedRescale(op)) {
+    // A loop-carried accumulator scaled row by row (online softmax's
+    // correction): when every factor the warp holds is 1, as it is once the
+    // running maximum stops growing, the tile is left as it is. In a
+    // warp-specialized consumer the rescale sits between the wait for the
+    // previous product and the next issue, so skipping it shortens that
+    // path; x * 1 is x for every float, so the result is the same.
+    std::string ones = name(result) + "_ones";
+    out_.line("bool {} = true;", ones);
+    out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {} = {} && {}[x] == 1.0f;", fragmentOf(factors->type).count(),
+              ones, ones, name(factors));
+    const Value *tile = op.operands[0]->definingOp && op.operands[0]->definingOp->kind == OpKind::Broadcast
+                            ? op.operands[1]
+                            : op.operands[0];
+    out_.open(fmt::format("if (__all_sync(0xffffffffu, {}))", ones));
+    out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", count, name(result), name(tile));
+    out_.dedent();
+    out_.open("} else");
+    out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", count, name(result), expr);
+    out_.close();
+    return;
+  }
   out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", count, name(result), expr);
+}
+
+/// For `mul(acc, broadcast(v))` (either order) in a warp-specialized
+/// kernel, where acc is an f32 tile carried by the enclosing loop (or a
+/// wgmma's in-place update of one) and v a vector with one factor per row:
+/// v. Null otherwise.
+const Value *KernelEmitter::rowFactorsOfCarriedRescale(const Op &op) {
+  if (op.kind != OpKind::Mul || roleWarpgroups_ == 0 || op.result()->type.dtype != DType::F32)
+    return nullptr;
+  for (int side : {0, 1}) {
+    const Value *tile = op.operands[side], *scale = op.operands[1 - side];
+    const Op *broadcast = scale->definingOp;
+    if (!broadcast || broadcast->kind != OpKind::Broadcast || broadcast->intAttr("axis") != 1)
+      continue;
+    const Value *factors = broadcast->operands[0];
+    // The carried tile itself, or a wgmma's update of it in place.
+    const Value *carriedTile = tile->definingOp && tile->definingOp->kind == OpKind::Wgmma
+                                   ? tile->definingOp->operands[2]
+                                   : tile;
+    bool carried = carriedTile->ownerBlock && carriedTile->ownerBlock->parentOp &&
+                   carriedTile->ownerBlock->parentOp->kind == OpKind::For;
+    if (carried && tile->type == op.result()->type && factors->type.dtype == DType::F32 &&
+        factors->type.layout.kind == LayoutKind::AccRow)
+      return factors;
+  }
+  return nullptr;
 }
 
 void KernelEmitter::emitFill(const Op &op) {

@@ -63,6 +63,7 @@ private:
 
   // EmitElementwise.cpp
   void emitElementwise(const ir::Op &op);
+  const ir::Value *rowFactorsOfCarriedRescale(const ir::Op &op);
   std::optional<std::pair<std::string, std::string>> indexRange(const ir::Value *v,
                                                                 std::vector<const ir::Value *> *leaves = nullptr);
   std::optional<std::string> wholeTileCondition(const ir::Value *cond,

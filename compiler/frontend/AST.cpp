@@ -102,10 +102,13 @@ private:
       expr(depth + 1, *stmt.exprs[1]);
       return;
     case StmtKind::For:
-      line(depth, "For {}{} {}", stmt.name,
-           stmt.pipelined ? fmt::format(" pipelined(stages = {})", stmt.stages) : std::string(), at(stmt.loc));
+      line(depth, "For {}{} {}", stmt.name, stmt.pipelined ? " pipelined" : "", at(stmt.loc));
       expr(depth + 1, *stmt.exprs[0]);
       expr(depth + 1, *stmt.exprs[1]);
+      if (stmt.stages) {
+        line(depth + 1, "Stages");
+        expr(depth + 2, *stmt.stages);
+      }
       line(depth + 1, "Body");
       for (const StmtPtr &inner : stmt.body)
         this->stmt(depth + 2, *inner);

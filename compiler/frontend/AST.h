@@ -103,8 +103,7 @@ struct Stmt {
 
   // For
   bool pipelined = false;
-  int64_t stages = 1;
-  SourceLocation stagesLoc; ///< the `pipelined` hint or its stages value
+  ExprPtr stages; ///< `pipelined(stages = e)`: e, a compile-time integer; null for the default
   std::vector<StmtPtr> body;
 
   Stmt(StmtKind kind, SourceLocation loc) : kind(kind), loc(loc) {}

@@ -85,6 +85,7 @@ public:
     return value;
   }
   void checkWarps(const ast::Expr &expr);
+  void checkStages(const ast::Stmt &stmt);
   void checkPersistent(const ast::Expr &expr);
   std::optional<int64_t> derivedValue(const ast::WhereParam &where);
   /// A positive compile-time extent (`what` names it in messages).

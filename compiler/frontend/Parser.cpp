@@ -413,8 +413,7 @@ private:
         if (stmt->pipelined)
           diags_.report(peek().loc, DiagId::DuplicateAnnotation, "pipelined");
         stmt->pipelined = true;
-        stmt->stages = 2;
-        stmt->stagesLoc = advance().loc;
+        advance();
         if (accept(TokenKind::LParen)) {
           if (!at(TokenKind::Identifier) || peek().text != "stages") {
             reportExpected("`stages`");
@@ -423,13 +422,8 @@ private:
           advance();
           if (!expect(TokenKind::Assign))
             return nullptr;
-          stmt->stagesLoc = peek().loc;
-          if (!at(TokenKind::IntLiteral)) {
-            reportExpected("an integer");
-            return nullptr;
-          }
-          stmt->stages = advance().intValue;
-          if (!expect(TokenKind::RParen))
+          stmt->stages = parseExpr();
+          if (!stmt->stages || !expect(TokenKind::RParen))
             return nullptr;
         }
       } else if (at(TokenKind::Identifier)) {

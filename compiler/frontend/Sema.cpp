@@ -333,6 +333,25 @@ void KernelChecker::checkWarps(const ast::Expr &expr) {
   facts_.warps = *warps;
 }
 
+/// `pipelined(stages = e)`: like `warps`, e is evaluated under each
+/// specialisation (`stages = where(D == 64, 4, 2)`); without it a pipelined
+/// loop has 2 stages and any other loop 1.
+void KernelChecker::checkStages(const ast::Stmt &stmt) {
+  int64_t stages = stmt.pipelined ? 2 : 1;
+  if (stmt.stages) {
+    const ast::Expr &expr = *stmt.stages;
+    if (requireIntScalar(checkValue(expr), "`stages`", expr.loc)) {
+      if (std::optional<int64_t> value = evalConstQuietly(expr); !value)
+        report(expr.loc, DiagId::StagesNotConstant);
+      else if (*value < 1 || *value > 8)
+        report(expr.loc, DiagId::StagesOutOfRange, *value);
+      else
+        stages = *value;
+    }
+  }
+  facts_.stages[&stmt] = stages;
+}
+
 /// `persistent(e)`: a condition (or integer, nonzero for yes) evaluated
 /// under each specialisation, like `warps`.
 void KernelChecker::checkPersistent(const ast::Expr &expr) {
@@ -410,8 +429,7 @@ void KernelChecker::checkStore(const ast::Stmt &stmt) {
 void KernelChecker::checkFor(const ast::Stmt &stmt) {
   requireIntScalar(checkValue(*stmt.exprs[0]), "the start of a loop range", stmt.exprs[0]->loc);
   requireIntScalar(checkValue(*stmt.exprs[1]), "the end of a loop range", stmt.exprs[1]->loc);
-  if (stmt.pipelined && (stmt.stages < 1 || stmt.stages > 8))
-    report(stmt.stagesLoc, DiagId::StagesOutOfRange, stmt.stages);
+  checkStages(stmt);
   if (Symbol *existing = lookup(stmt.name)) {
     report(stmt.nameLoc, DiagId::Redefinition, stmt.name);
     report(existing->loc, DiagId::PreviousDefinition);

@@ -43,6 +43,8 @@ struct KernelFacts {
   std::unordered_map<const ast::Expr *, double> fillValues;
   /// Warps per block under this specialisation.
   int64_t warps = 4;
+  /// `for` statements: their pipeline depth under this specialisation.
+  std::unordered_map<const ast::Stmt *, int64_t> stages;
   /// `persistent(e)` under this specialisation: 1 or 0, or -1 when the
   /// kernel leaves the choice to the compiler.
   int persistent = -1;

@@ -201,7 +201,7 @@ private:
       operands.push_back(it->second);
       resultTypes.push_back(it->second->type);
     }
-    ir::Op *loop = builder_->create(OpKind::For, operands, resultTypes, {{"stages", ir::Attr(stmt.stages)}});
+    ir::Op *loop = builder_->create(OpKind::For, operands, resultTypes, {{"stages", ir::Attr(facts_.stages.at(&stmt))}});
     loop->body = std::make_unique<ir::Block>();
     loop->body->parentOp = loop;
 

@@ -117,16 +117,18 @@ void KernelEmitter::emitElementwise(const Op &op) {
   // mask on a block below the diagonal) is decided once for the block.
   std::optional<std::string> always =
       op.kind == OpKind::Select && op.operands[0]->type.isTile() ? wholeTileCondition(op.operands[0]) : std::nullopt;
-  if (always && op.operands[1]->type == result->type) {
-    out_.open(fmt::format("if ({})", *always));
-    out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", count, name(result), name(op.operands[1]));
+  // Under `condition` the result is a copy of `same`; otherwise computed.
+  auto copyIf = [&](const std::string &condition, const Value *same) {
+    out_.open(fmt::format("if ({})", condition));
+    out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", count, name(result), name(same));
     out_.dedent();
     out_.open("} else");
     out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", count, name(result), expr);
     out_.close();
-    return;
-  }
-  if (const Value *factors = rowFactorsOfCarriedRescale(op)) {
+  };
+  if (always && op.operands[1]->type == result->type)
+    return copyIf(*always, op.operands[1]);
+  if (std::optional<RowRescale> rescale = carriedRowRescale(op)) {
     // A loop-carried accumulator scaled row by row (online softmax's
     // correction): when every factor the warp holds is 1, as it is once the
     // running maximum stops growing, the tile is left as it is. In a
@@ -135,29 +137,19 @@ void KernelEmitter::emitElementwise(const Op &op) {
     // path; x * 1 is x for every float, so the result is the same.
     std::string ones = name(result) + "_ones";
     out_.line("bool {} = true;", ones);
-    out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {} = {} && {}[x] == 1.0f;", fragmentOf(factors->type).count(),
-              ones, ones, name(factors));
-    const Value *tile = op.operands[0]->definingOp && op.operands[0]->definingOp->kind == OpKind::Broadcast
-                            ? op.operands[1]
-                            : op.operands[0];
-    out_.open(fmt::format("if (__all_sync(0xffffffffu, {}))", ones));
-    out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", count, name(result), name(tile));
-    out_.dedent();
-    out_.open("} else");
-    out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", count, name(result), expr);
-    out_.close();
-    return;
+    out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {} = {} && {}[x] == 1.0f;",
+              fragmentOf(rescale->factors->type).count(), ones, ones, name(rescale->factors));
+    return copyIf(fmt::format("__all_sync(0xffffffffu, {})", ones), rescale->tile);
   }
   out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", count, name(result), expr);
 }
 
-/// For `mul(acc, broadcast(v))` (either order) in a warp-specialized
-/// kernel, where acc is an f32 tile carried by the enclosing loop (or a
-/// wgmma's in-place update of one) and v a vector with one factor per row:
-/// v. Null otherwise.
-const Value *KernelEmitter::rowFactorsOfCarriedRescale(const Op &op) {
+/// `mul(acc, broadcast(v))` (either order) in a warp-specialized kernel,
+/// where acc is an f32 tile carried by the enclosing loop (or a wgmma's
+/// in-place update of one) and v a vector with one factor per row.
+std::optional<KernelEmitter::RowRescale> KernelEmitter::carriedRowRescale(const Op &op) {
   if (op.kind != OpKind::Mul || roleWarpgroups_ == 0 || op.result()->type.dtype != DType::F32)
-    return nullptr;
+    return std::nullopt;
   for (int side : {0, 1}) {
     const Value *tile = op.operands[side], *scale = op.operands[1 - side];
     const Op *broadcast = scale->definingOp;
@@ -172,9 +164,9 @@ const Value *KernelEmitter::rowFactorsOfCarriedRescale(const Op &op) {
                    carriedTile->ownerBlock->parentOp->kind == OpKind::For;
     if (carried && tile->type == op.result()->type && factors->type.dtype == DType::F32 &&
         factors->type.layout.kind == LayoutKind::AccRow)
-      return factors;
+      return RowRescale{tile, factors};
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 void KernelEmitter::emitFill(const Op &op) {

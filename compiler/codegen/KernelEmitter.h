@@ -63,7 +63,11 @@ private:
 
   // EmitElementwise.cpp
   void emitElementwise(const ir::Op &op);
-  const ir::Value *rowFactorsOfCarriedRescale(const ir::Op &op);
+  struct RowRescale {
+    const ir::Value *tile;    ///< the carried accumulator (or its in-place update)
+    const ir::Value *factors; ///< one factor per row
+  };
+  std::optional<RowRescale> carriedRowRescale(const ir::Op &op);
   std::optional<std::pair<std::string, std::string>> indexRange(const ir::Value *v,
                                                                 std::vector<const ir::Value *> *leaves = nullptr);
   std::optional<std::string> wholeTileCondition(const ir::Value *cond,

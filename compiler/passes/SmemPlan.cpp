@@ -39,6 +39,7 @@ struct Buffer {
   size_t end = 0;
   bool receivesAsyncCopies = false;
   int64_t offset = 0;
+  const Op *loop = nullptr; ///< the innermost loop whose body defines the buffer
 };
 
 /// Numbers the ops in program order, nested bodies inline, and computes the
@@ -67,6 +68,7 @@ private:
       if (definesSharedBuffer(*op)) {
         size_t at = index_[op.get()];
         buffers_[op->result()] = {op.get(), sharedBufferBytes(op->result()->type), at, at};
+        buffers_[op->result()].loop = block.parentOp;
       }
       if (op->body) {
         number(*op->body);
@@ -118,14 +120,22 @@ private:
 
 bool overlapInTime(const Buffer &a, const Buffer &b) { return a.start <= b.end && b.start <= a.end; }
 
+/// Whether two buffers must not share bytes. Two buffers written in one loop
+/// body would need a barrier between the last read of the first and the
+/// write of the second in every iteration; unless shared memory runs out,
+/// they get bytes of their own.
+bool conflict(const Buffer &a, const Buffer &b, bool separateLoopBuffers) {
+  return overlapInTime(a, b) || (separateLoopBuffers && a.loop && a.loop == b.loop);
+}
+
 /// First fit, in order of definition: the lowest aligned offset that does
 /// not collide with a buffer already placed and live at the same time.
-int64_t placeBuffers(std::vector<Buffer> &buffers) {
+int64_t placeBuffers(std::vector<Buffer> &buffers, bool separateLoopBuffers) {
   int64_t peak = 0;
   for (size_t i = 0; i < buffers.size(); ++i) {
     std::vector<std::pair<int64_t, int64_t>> taken; // [begin, end) in bytes
     for (size_t j = 0; j < i; ++j)
-      if (overlapInTime(buffers[i], buffers[j]))
+      if (conflict(buffers[i], buffers[j], separateLoopBuffers))
         taken.emplace_back(buffers[j].offset, buffers[j].offset + buffers[j].bytes);
     std::sort(taken.begin(), taken.end());
     int64_t candidate = 0;
@@ -150,7 +160,9 @@ public:
     bool ok = true;
     for (auto &kernel : module.kernels) {
       std::vector<Buffer> buffers = LivenessBuilder().run(kernel->body);
-      int64_t peak = placeBuffers(buffers);
+      int64_t peak = placeBuffers(buffers, true);
+      if (peak > target.sharedMemoryBytes)
+        peak = placeBuffers(buffers, false);
       for (Buffer &buffer : buffers)
         buffer.definer->attrs["offset"] = Attr(buffer.offset);
       if (peak > target.sharedMemoryBytes) {

@@ -63,11 +63,6 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-/// Writes 32 bits to shared memory at byte address `addr`.
-__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t value) {
-  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(value) : "memory");
-}
-
 /// Hands registers back (dec) or takes more (inc) for the calling warpgroup.
 template <int Registers> __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Registers));

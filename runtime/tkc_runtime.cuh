@@ -34,6 +34,13 @@ template <int Pending> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 }
 
+// --- register -> shared stores ----------------------------------------------------
+
+/// Writes 32 bits to shared memory at byte address `addr`.
+__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t value) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(value) : "memory");
+}
+
 // --- shared -> register matrix loads (ldmatrix) ---------------------------------
 
 // Each lane passes the address of one 16-byte row; x4 loads four 8x8

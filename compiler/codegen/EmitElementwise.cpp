@@ -19,7 +19,10 @@ void KernelEmitter::declareTile(const Value *v) {
 std::string KernelEmitter::element(const Value *v, const std::string &flat, bool asFloat) {
   if (v->type.isScalar()) {
     std::string s = scalar(v);
-    return asFloat && v->type.dtype == DType::I32 ? fmt::format("float({})", s) : s;
+    // A 16-bit scalar beside float operands would make C++ choose between
+    // the 16-bit and the float operator.
+    bool narrow = v->type.dtype == DType::I32 || v->type.dtype == DType::BF16 || v->type.dtype == DType::F16;
+    return asFloat && narrow ? fmt::format("float({})", s) : s;
   }
   std::string e = fmt::format("{}[{}]", name(v), flat);
   if (asFloat && (v->type.dtype == DType::BF16 || v->type.dtype == DType::F16))
@@ -291,6 +294,8 @@ bool KernelEmitter::emitBroadcast(const Op &op) {
 bool KernelEmitter::emitConvert(const Op &op) {
   const Value *src = op.operands[0];
   const Value *result = op.result();
+  if (result->type.isShared())
+    return emitStageToShared(op);
   if (result->type.layout.kind != LayoutKind::OperandA)
     return unsupported(op, fmt::format("conversion from {} to {}", src->type.str(), result->type.str()));
   declareName(result);

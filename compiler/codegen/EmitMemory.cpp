@@ -311,4 +311,32 @@ void KernelEmitter::emitStageView(const Op &op) {
             scalar(op.operands[1]), slotBytes);
 }
 
+/// A register tile copied into a swizzled shared tile, so that mma reads it
+/// with ldmatrix like a loaded one: each thread writes its accumulator pairs
+/// as 32-bit words, and the swizzle puts the eight rows of a warp's store in
+/// different banks.
+bool KernelEmitter::emitStageToShared(const Op &op) {
+  const Value *src = op.operands[0];
+  const Value *result = op.result();
+  LayoutKind kind = src->type.layout.kind;
+  if ((kind != LayoutKind::Acc && kind != LayoutKind::Strip) || dtypeBytes(src->type.dtype) != 2 ||
+      result->type.layout.kind != LayoutKind::Swizzle)
+    return unsupported(op, fmt::format("a copy of {} into {}", src->type.str(), result->type.str()));
+  std::string n = declareName(result);
+  int64_t offset = op.intAttr("offset");
+  sharedBytes_ = std::max(sharedBytes_, offset + result->type.numElements() * dtypeBytes(result->type.dtype));
+  out_.line("const uint32_t {} = smem_base + {};", n, offset);
+  Fragment f = fragmentOf(src->type);
+  int perChunk = 16 / dtypeBytes(src->type.dtype);
+  int chunksPerRow = static_cast<int>(result->type.shape[1] / perChunk);
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += 2)", f.count()));
+  out_.line("{}", f.decompose("x", f.row + " " + f.col));
+  out_.line("const int row = {}, col = {};", f.row, f.col);
+  out_.line("tkc::st_shared_b32({} + row * {} + {} * 16 + col % {} * {}, tkc::pack2({}[x], {}[x + 1]));", n,
+            chunksPerRow * 16, swizzledChunk("row", fmt::format("col / {}", perChunk), chunksPerRow), perChunk,
+            dtypeBytes(src->type.dtype), name(src), name(src));
+  out_.close();
+  return true;
+}
+
 } // namespace tkc::codegen

@@ -78,6 +78,7 @@ private:
   bool emitReduce(const ir::Op &op);
   bool emitBroadcast(const ir::Op &op);
   bool emitConvert(const ir::Op &op);
+  bool emitStageToShared(const ir::Op &op);
   /// `name[x]` of a tile operand or the expression of a scalar operand,
   /// converted to float when `asFloat`.
   std::string element(const ir::Value *v, const std::string &flat, bool asFloat);

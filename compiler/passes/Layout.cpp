@@ -100,14 +100,14 @@ public:
   bool run() {
     collectUses(kernel_.body);
     markSharedOperands();
-    if (!checkSharedOperands())
-      return false;
     buildClasses(kernel_.body);
     if (!chooseWarpGrid())
       return false;
     if (!assignClassLayouts())
       return false;
     applyTypes(kernel_.body);
+    if (!stageSharedOperands())
+      return false;
     return insertOperandConversions(kernel_.body);
   }
 
@@ -397,19 +397,40 @@ private:
   }
 
   /// B operands, and A operands read transposed, are read from shared memory
-  /// by ldmatrix (a register tile cannot be transposed across lanes): they
-  /// must be loads.
-  bool checkSharedOperands() {
-    bool ok = true;
+  /// by ldmatrix, which is also where a tile is transposed (lanes cannot
+  /// trade registers that way); so is an A operand whose registers are not
+  /// laid out like an accumulator's rows. A tile in registers in such a
+  /// place is copied to shared memory once, right after it is computed, and
+  /// every product that needs it there reads the copy.
+  bool stageSharedOperands() {
+    std::vector<std::pair<Op *, unsigned>> places;
     walk(kernel_.body, [&](Op &op) {
-      if (!ok || op.kind != OpKind::Mma)
+      if (op.kind != OpKind::Mma)
         return;
-      if (!shared_.count(op.operands[1]))
-        ok = failAt(op, op.operands[1], "the B operand of mma must be loaded from a global tensor");
-      else if (op.intAttr("trans_a") && !shared_.count(op.operands[0]))
-        ok = failAt(op, op.operands[0], "a transposed A operand of mma must be loaded from a global tensor");
+      if (!op.operands[1]->type.isShared())
+        places.push_back({&op, 1});
+      const Type &a = op.operands[0]->type;
+      if (!a.isShared() && (op.intAttr("trans_a") || a.layout.kind != LayoutKind::Acc))
+        places.push_back({&op, 0});
     });
-    return ok;
+    std::map<Value *, Value *> staged;
+    for (auto [mma, index] : places) {
+      Value *tile = mma->operands[index];
+      LayoutKind kind = tile->type.layout.kind;
+      if (!tile->type.isRegister() || (kind != LayoutKind::Acc && kind != LayoutKind::Strip))
+        return failAt(*mma, tile, "an mma operand read from shared memory must be a loaded or computed 2-d tile");
+      Value *&copy = staged[tile];
+      if (!copy) {
+        Op *def = tile->definingOp;
+        Block &home = def ? *def->parent : *mma->parent;
+        Builder builder(home, def ? std::next(findOp(home, def)) : findOp(home, mma));
+        builder.setLoc(def ? def->loc : mma->loc);
+        copy = builder.value(OpKind::Convert, {tile}, tile->type.withLayout(MemSpace::Shared, {LayoutKind::Swizzle, 1, 1}));
+        copy->nameHint = tile->nameHint;
+      }
+      mma->operands[index] = copy;
+    }
+    return true;
   }
 
   /// Moves the casts and masks that turn a computed tile into `a` up to

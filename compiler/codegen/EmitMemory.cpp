@@ -148,8 +148,11 @@ bool KernelEmitter::emitStore(const Op &op) {
   out_.open("");
   out_.line("{} *dst = {};", elem, access.base);
   LayoutKind kind = tile->type.layout.kind;
-  bool vectorized = (kind == LayoutKind::Strip || kind == LayoutKind::StripCol);
-  bool pairs = kind == LayoutKind::Acc && dtypeBytes(tile->type.dtype) == 2;
+  // atomic_add: reductions in L2, a pair of adjacent accumulator columns at a
+  // time where the GPU has the vector form.
+  bool accumulate = op.hasAttr("accumulate");
+  bool vectorized = !accumulate && (kind == LayoutKind::Strip || kind == LayoutKind::StripCol);
+  bool pairs = kind == LayoutKind::Acc && (accumulate || dtypeBytes(tile->type.dtype) == 2);
   int step = vectorized ? 8 : pairs ? 2 : 1;
   std::vector<std::string> conditions;
   if (f.owner != "true")
@@ -181,18 +184,27 @@ bool KernelEmitter::emitStore(const Op &op) {
                 perPiece);
       out_.line("tkc::store_global_16({} + piece * {}, v);", address, perPiece);
       out_.close();
+    } else if (accumulate) {
+      out_.line("tkc::red_add_f32x2({}, {}[x], {}[x + 1]);", address, name(tile), name(tile));
     } else {
       out_.line("*reinterpret_cast<uint32_t *>({}) = tkc::pack2({}[x], {}[x + 1]);", address, name(tile), name(tile));
     }
     out_.dedent();
     out_.open("} else");
     std::string partial = access.colBound.empty() ? all : fmt::format("{} && col + p < {}", all, access.colBound);
-    out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) if ({}) ({})[p] = {}[x + p];", width, partial, address,
-              name(tile));
+    if (accumulate)
+      out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) if ({}) tkc::red_add_f32({} + p, {}[x + p]);", width, partial,
+                address, name(tile));
+    else
+      out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) if ({}) ({})[p] = {}[x + p];", width, partial, address,
+                name(tile));
     out_.close();
   } else {
     std::string ok = access.colBound.empty() ? all : fmt::format("{} && col < {}", all, access.colBound);
-    out_.line("if ({}) *({}) = {}[x];", ok, address, name(tile));
+    if (accumulate)
+      out_.line("if ({}) tkc::red_add_f32({}, {}[x]);", ok, address, name(tile));
+    else
+      out_.line("if ({}) *({}) = {}[x];", ok, address, name(tile));
   }
   out_.close();
   out_.close();

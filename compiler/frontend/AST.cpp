@@ -97,7 +97,7 @@ private:
       expr(depth + 1, *stmt.exprs[0]);
       return;
     case StmtKind::Store:
-      line(depth, "Store {}", at(stmt.loc));
+      line(depth, "{} {}", stmt.accumulate ? "AtomicAdd" : "Store", at(stmt.loc));
       expr(depth + 1, *stmt.exprs[0]);
       expr(depth + 1, *stmt.exprs[1]);
       return;

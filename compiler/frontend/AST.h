@@ -101,6 +101,9 @@ struct Stmt {
   /// Assign: the value. Store: the slice, then the value. For: lo, then hi.
   std::vector<ExprPtr> exprs;
 
+  // Store: `atomic_add(slice, value)`, which adds the value to the slice.
+  bool accumulate = false;
+
   // For
   bool pipelined = false;
   ExprPtr stages; ///< `pipelined(stages = e)`: e, a compile-time integer; null for the default

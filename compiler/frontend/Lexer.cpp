@@ -30,6 +30,7 @@ const char *fixedSpelling(TokenKind kind) {
   case TokenKind::KwIn: return "in";
   case TokenKind::KwFor: return "for";
   case TokenKind::KwStore: return "store";
+  case TokenKind::KwAtomicAdd: return "atomic_add";
   case TokenKind::KwNew: return "new";
   case TokenKind::KwInf: return "inf";
   case TokenKind::KwPipelined: return "pipelined";
@@ -264,6 +265,7 @@ private:
         {"kernel", TokenKind::KwKernel}, {"out", TokenKind::KwOut},     {"where", TokenKind::KwWhere},
         {"in", TokenKind::KwIn},         {"for", TokenKind::KwFor},     {"store", TokenKind::KwStore},
         {"new", TokenKind::KwNew},       {"inf", TokenKind::KwInf},     {"pipelined", TokenKind::KwPipelined},
+        {"atomic_add", TokenKind::KwAtomicAdd},
     };
     for (auto &[spelling, kind] : kKeywords)
       if (word == spelling)

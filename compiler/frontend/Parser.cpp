@@ -98,7 +98,8 @@ private:
   // --- recovery -------------------------------------------------------------
 
   static bool startsStatement(const Token &token) {
-    return token.is(TokenKind::Identifier) || token.is(TokenKind::KwStore) || token.is(TokenKind::KwFor);
+    return token.is(TokenKind::Identifier) || token.is(TokenKind::KwStore) || token.is(TokenKind::KwAtomicAdd) ||
+           token.is(TokenKind::KwFor);
   }
 
   /// Skips the rest of a malformed statement: up to a `;` (consumed), a `}`
@@ -363,7 +364,7 @@ private:
       stmt->exprs.push_back(std::move(value));
       return stmt;
     }
-    if (first.is(TokenKind::KwStore))
+    if (first.is(TokenKind::KwStore) || first.is(TokenKind::KwAtomicAdd))
       return parseStore();
     if (first.is(TokenKind::KwFor))
       return parseFor();
@@ -374,8 +375,11 @@ private:
     return nullptr;
   }
 
+  /// `store(slice, value)`, or `atomic_add(slice, value)`, which adds.
   StmtPtr parseStore() {
+    bool accumulate = peek().is(TokenKind::KwAtomicAdd);
     auto stmt = std::make_unique<Stmt>(StmtKind::Store, advance().loc);
+    stmt->accumulate = accumulate;
     NestingGuard guard(*this, stmt->loc);
     if (!guard.ok() || !expect(TokenKind::LParen))
       return nullptr;

@@ -408,7 +408,7 @@ void KernelChecker::checkStore(const ast::Stmt &stmt) {
   const ast::Expr &valueExpr = *stmt.exprs[1];
   Type slice;
   if (destination.kind != ast::ExprKind::Slice)
-    report(destination.loc, DiagId::LoadNeedsSlice, "store");
+    report(destination.loc, DiagId::LoadNeedsSlice, stmt.accumulate ? "atomic_add" : "store");
   else
     slice = checkSlice(destination, /*forStore=*/true);
   Type value = checkValue(valueExpr);
@@ -423,7 +423,11 @@ void KernelChecker::checkStore(const ast::Stmt &stmt) {
   if (value.elem != slice.elem) {
     const char *to = elemTypeName(slice.elem);
     report(valueExpr.loc, DiagId::StoreDTypeMismatch, elemTypeName(value.elem), destination.name, to, to);
+    return;
   }
+  // The GPU adds f32 in memory; 16-bit sums would round at every addition.
+  if (stmt.accumulate && slice.elem != ElemType::F32)
+    report(destination.nameLoc, DiagId::AtomicAddNeedsF32, destination.name, elemTypeName(slice.elem));
 }
 
 void KernelChecker::checkFor(const ast::Stmt &stmt) {

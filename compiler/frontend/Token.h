@@ -20,6 +20,7 @@ namespace tkc {
   TOKEN(KwIn, "kw_in")                                                                               \
   TOKEN(KwFor, "kw_for")                                                                             \
   TOKEN(KwStore, "kw_store")                                                                         \
+  TOKEN(KwAtomicAdd, "kw_atomic_add")                                                                \
   TOKEN(KwNew, "kw_new")                                                                             \
   TOKEN(KwInf, "kw_inf")                                                                             \
   TOKEN(KwPipelined, "kw_pipelined")                                                                 \

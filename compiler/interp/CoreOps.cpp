@@ -246,9 +246,10 @@ Machine::Status Machine::execStore(Context &ctx, const Op &op) {
   Tensor &t = tensors_[get(ctx, op.operands[0]).global];
   const Value *tile = op.operands[1];
   const std::vector<double> &values = data(get(ctx, tile));
+  bool accumulate = op.hasAttr("accumulate");
   forSlice(op, t, sliceBase(ctx, op, 2, t), count(tile->type.shape), [&](int64_t i, int64_t at) {
     if (at >= 0)
-      t.data[at] = roundTo(t.dtype, values[i]);
+      t.data[at] = roundTo(t.dtype, accumulate ? t.data[at] + values[i] : values[i]);
   });
   return Status::Next;
 }

@@ -243,6 +243,10 @@ std::string checkStore(const Op &op) {
   const Type &global = operandType(op, 0);
   if (!global.isOutput)
     return fmt::format("stores to {}, which is not declared `out`", global.str());
+  // `accumulate`: adds the tile to memory (atomic_add), which the GPU does in f32.
+  if (op.hasAttr("accumulate") && (global.dtype != DType::F32 || operandType(op, 1).dtype != DType::F32))
+    return fmt::format("adds to {} ({}), but accumulating stores add f32 tiles to f32 tensors", global.str(),
+                       operandType(op, 1).str());
   return checkAccessSizes(op, global, operandType(op, 1));
 }
 

@@ -177,7 +177,10 @@ private:
     std::vector<ir::Value *> operands{globals_.at(slice.name), tile};
     lowerOffsets(slice, operands);
     builder_->setLoc(stmt.loc);
-    builder_->create(OpKind::Store, operands, {}, {{"sizes", ir::Attr(facts_.sliceSizes.at(&slice))}});
+    std::map<std::string, ir::Attr> attrs{{"sizes", ir::Attr(facts_.sliceSizes.at(&slice))}};
+    if (stmt.accumulate)
+      attrs["accumulate"] = ir::Attr(int64_t(1));
+    builder_->create(OpKind::Store, operands, {}, attrs);
   }
 
   void lowerFor(const ast::Stmt &stmt) {

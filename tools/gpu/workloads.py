@@ -162,6 +162,39 @@ class GemmTN(Gemm):
         return {"cuBLAS": lambda inp: torch.matmul(inp["A"].t(), inp["B"])}
 
 
+class GemmSplitK(Gemm):
+    """C = A @ B into an f32 C, with K cut into slices whose partial products
+    are added to C (examples/gemm_splitk.tk): a kernel that clears C, then
+    the split-K product. Shapes with few output tiles and a long K, where
+    one block per tile leaves most multiprocessors idle; the bulk copies on
+    sm_90a need K and N multiples of 8."""
+    name = "gemm_splitk"
+    stem = "gemm_splitk"
+    params = [Param("A", "bf16"), Param("B", "bf16"), Param("C", "f32", output=True)]
+    check_sizes = [dict(M=m, N=n, K=k) for m, n, k in
+                   [(128, 128, 128), (136, 200, 1000), (1000, 1000, 8192), (257, 520, 136), (1024, 1024, 65536),
+                    (300, 64, 20000)]]
+    bench_sizes = [dict(M=m, N=n, K=k) for m, n, k in
+                   [(1024, 1024, 16384), (1024, 1024, 65536), (2048, 2048, 16384), (512, 4096, 32768)]]
+    quick_sizes = [dict(M=1024, N=1024, K=65536)]
+    argcheck_size = dict(M=128, N=128, K=128)
+    plot_xlabel = "M x N x K"
+
+    def make_launcher(self, lib):
+        from tkc_gpu import SequenceLauncher
+        idx = {p.name: i for i, p in enumerate(self.params)}
+        steps = [("gemm_splitk_zero", ["C"], []), ("gemm_splitk", ["A", "B", "C"], [])]
+        return SequenceLauncher(self.name, [(lib.launcher(k, len(ts), len(cs)), [idx[t] for t in ts], cs)
+                                            for k, ts, cs in steps])
+
+    def peers(self, s):
+        import torch
+        return {"cuBLAS": lambda inp: torch.matmul(inp["A"], inp["B"])}
+
+    def plot_x(self, s):
+        return s["K"]
+
+
 # --- attention forward ----------------------------------------------------------------
 
 
@@ -424,7 +457,7 @@ class SelftestAxpy(Workload):
         return s["n"]
 
 
-WORKLOADS = [Gemm(), GemmTN(), AttnFwd(), AttnBwd(), LayerNorm()]
+WORKLOADS = [Gemm(), GemmTN(), GemmSplitK(), AttnFwd(), AttnBwd(), LayerNorm()]
 SELFTEST = SelftestAxpy()
 BY_NAME = {w.name: w for w in WORKLOADS + [SELFTEST]}
 ALIASES = {"selftest": "axpy", "attention_fwd": "attn_fwd", "attn": "attn_fwd", "attention_bwd": "attn_bwd"}

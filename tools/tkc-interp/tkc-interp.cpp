@@ -20,7 +20,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <random>
+#include <set>
 
 using namespace tkc;
 namespace cl = llvm::cl;
@@ -47,6 +49,18 @@ namespace {
 std::vector<interp::Tensor> makeTensors(const ir::Kernel &kernel, const std::map<std::string, int64_t> &symbols,
                                         std::mt19937 &rng, std::string &error) {
   std::normal_distribution<double> normal(0.0, 1.0);
+  // Outputs start as NaN, so that an element the kernel never writes shows;
+  // one the kernel adds to (atomic_add) starts random like an input.
+  std::set<const ir::Value *> accumulated;
+  std::function<void(const ir::Block &)> scan = [&](const ir::Block &block) {
+    for (auto &op : block.ops) {
+      if (op->kind == ir::OpKind::Store && op->hasAttr("accumulate"))
+        accumulated.insert(op->operands[0]);
+      if (op->body)
+        scan(*op->body);
+    }
+  };
+  scan(kernel.body);
   std::vector<interp::Tensor> tensors;
   for (auto &arg : kernel.body.args) {
     if (!arg->type.isGlobal())
@@ -70,7 +84,7 @@ std::vector<interp::Tensor> makeTensors(const ir::Kernel &kernel, const std::map
       n *= d;
     t.data.resize(n);
     for (double &v : t.data)
-      v = arg->type.isOutput ? NAN : interp::roundTo(t.dtype, normal(rng));
+      v = arg->type.isOutput && !accumulated.count(arg.get()) ? NAN : interp::roundTo(t.dtype, normal(rng));
     tensors.push_back(std::move(t));
   }
   return tensors;

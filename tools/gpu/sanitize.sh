@@ -12,6 +12,8 @@ export PYTHONUNBUFFERED=1
 cases=(
   'gemm {"M":257,"N":520,"K":136}'
   'gemm_tn {"M":136,"N":520,"K":257}'
+  'gemm_splitk {"M":136,"N":200,"K":1000}'
+  'gemm_splitk {"M":257,"N":520,"K":136}'
   'attn_fwd {"B":1,"H":2,"N":150,"D":64,"causal":0}'
   'attn_fwd {"B":1,"H":2,"N":150,"D":64,"causal":1}'
   'attn_fwd {"B":1,"H":1,"N":100,"D":128,"causal":0}'
@@ -27,7 +29,7 @@ cases=(
   'layernorm {"R":6,"D":1024}'
   'layernorm {"R":5,"D":4096}'
 )
-declare -A stem=([gemm]=gemm [gemm_tn]=gemm_tn [attn_fwd]=attention_fwd [attn_bwd]=attention_bwd [layernorm]=layernorm)
+declare -A stem=([gemm]=gemm [gemm_tn]=gemm_tn [gemm_splitk]=gemm_splitk [attn_fwd]=attention_fwd [attn_bwd]=attention_bwd [layernorm]=layernorm)
 failures=0 runs=0
 for tool in memcheck racecheck synccheck; do
   for target in sm_80 sm_90a; do

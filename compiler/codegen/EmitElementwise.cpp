@@ -320,8 +320,10 @@ bool KernelEmitter::emitConvert(const Op &op) {
     columnMask = def;
     packed = def->operands[0];
   }
+  // Only when the rounding (and mask) were absorbed, that is, nothing else
+  // reads them: otherwise they are emitted anyway and the packing reads them.
   bool fromFloat = false;
-  if (const Op *def = packed->definingOp; def && def->kind == OpKind::Cast &&
+  if (const Op *def = packed->definingOp; def && def->kind == OpKind::Cast && absorbed_.count(def) &&
                                           def->operands[0]->type.dtype == DType::F32 &&
                                           def->operands[0]->type.isRegister() &&
                                           def->operands[0]->type.layout == src->type.layout) {

@@ -421,9 +421,13 @@ private:
         return failAt(*mma, tile, "an mma operand read from shared memory must be a loaded or computed 2-d tile");
       Value *&copy = staged[tile];
       if (!copy) {
+        // After the op that computes the tile, or first in the loop body whose
+        // argument (a carried tile) it is: where every use can see the copy.
         Op *def = tile->definingOp;
-        Block &home = def ? *def->parent : *mma->parent;
-        Builder builder(home, def ? std::next(findOp(home, def)) : findOp(home, mma));
+        Block *home = def ? def->parent : tile->ownerBlock;
+        if (!home)
+          return failAt(*mma, tile, "an mma operand read from shared memory must be a loaded or computed 2-d tile");
+        Builder builder(*home, def ? std::next(findOp(*home, def)) : home->ops.begin());
         builder.setLoc(def ? def->loc : mma->loc);
         copy = builder.value(OpKind::Convert, {tile}, tile->type.withLayout(MemSpace::Shared, {LayoutKind::Swizzle, 1, 1}));
         copy->nameHint = tile->nameHint;

@@ -126,7 +126,8 @@ std::optional<GemmLoop> matchGemmLoop(Op &loop) {
 
 /// The store after the loop that can go out through a shared staging tile
 /// and bulk tensor copies: a whole 16-bit accumulator tile to a 2-d tensor,
-/// in 64-row, 128-byte panels.
+/// in 64-row, 128-byte panels. An accumulating store (atomic_add) adds from
+/// registers.
 Op *matchTmaStore(Kernel &kernel, const GemmLoop &m) {
   Op *found = nullptr;
   for (auto &op : kernel.body.ops) {
@@ -136,7 +137,7 @@ Op *matchTmaStore(Kernel &kernel, const GemmLoop &m) {
       return nullptr;
     found = op.get();
   }
-  if (!found || passes::positionOf(*found) == kernel.body.ops.end())
+  if (!found || found->hasAttr("accumulate") || passes::positionOf(*found) == kernel.body.ops.end())
     return nullptr;
   const Type &value = found->operands[1]->type;
   const Type &global = found->operands[0]->type;

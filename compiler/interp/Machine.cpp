@@ -492,7 +492,8 @@ std::string Machine::nameOf(const Value *v) const {
     return "%<null>";
   if (!v->nameHint.empty())
     return "%" + v->nameHint;
-  return v->definingOp ? fmt::format("the result of `{}`", mnemonicOf(v->definingOp->kind)) : "a block argument";
+  // Messages quote the name: an unnamed value reads `%<convert result>`.
+  return v->definingOp ? fmt::format("%<{} result>", mnemonicOf(v->definingOp->kind)) : "%<block argument>";
 }
 
 } // namespace detail

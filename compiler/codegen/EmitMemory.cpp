@@ -62,14 +62,21 @@ GlobalAccess KernelEmitter::describeAccess(const Op &op, const Value *global, si
   return access;
 }
 
+/// The shared tile an op defines, at the offset smem-plan gave it.
+std::string KernelEmitter::declareSharedTile(const Op &op) {
+  const Value *result = op.result();
+  std::string n = declareName(result);
+  int64_t offset = op.intAttr("offset");
+  sharedBytes_ = std::max(sharedBytes_, offset + result->type.numElements() * dtypeBytes(result->type.dtype));
+  out_.line("const uint32_t {} = smem_base + {};", n, offset);
+  return n;
+}
+
 bool KernelEmitter::emitLoad(const Op &op) {
   const Value *result = op.result();
   const Value *global = op.operands[0];
   if (result->type.isShared()) {
-    std::string n = declareName(result);
-    int64_t offset = op.intAttr("offset");
-    sharedBytes_ = std::max(sharedBytes_, offset + result->type.numElements() * dtypeBytes(result->type.dtype));
-    out_.line("const uint32_t {} = smem_base + {};", n, offset);
+    std::string n = declareSharedTile(op);
     emitSharedCopy(op, n, result->type, global, 1, "true");
     out_.line("tkc::cp_async_commit();");
     out_.line("tkc::cp_async_wait<0>();");
@@ -334,10 +341,7 @@ bool KernelEmitter::emitStageToShared(const Op &op) {
   if ((kind != LayoutKind::Acc && kind != LayoutKind::Strip) || dtypeBytes(src->type.dtype) != 2 ||
       result->type.layout.kind != LayoutKind::Swizzle)
     return unsupported(op, fmt::format("a copy of {} into {}", src->type.str(), result->type.str()));
-  std::string n = declareName(result);
-  int64_t offset = op.intAttr("offset");
-  sharedBytes_ = std::max(sharedBytes_, offset + result->type.numElements() * dtypeBytes(result->type.dtype));
-  out_.line("const uint32_t {} = smem_base + {};", n, offset);
+  std::string n = declareSharedTile(op);
   Fragment f = fragmentOf(src->type);
   int perChunk = 16 / dtypeBytes(src->type.dtype);
   int chunksPerRow = static_cast<int>(result->type.shape[1] / perChunk);

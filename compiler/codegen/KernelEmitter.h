@@ -102,6 +102,7 @@ private:
   // EmitMemory.cpp
   GlobalAccess describeAccess(const ir::Op &op, const ir::Value *global, size_t firstOffset);
   bool emitLoad(const ir::Op &op);
+  std::string declareSharedTile(const ir::Op &op);
   bool emitStore(const ir::Op &op);
   void emitSharedCopy(const ir::Op &op, const std::string &dstAddr, const ir::Type &tile, const ir::Value *global,
                       size_t firstOffset, const std::string &pred);

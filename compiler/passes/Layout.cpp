@@ -9,9 +9,10 @@
 // layout of the tiles they are reduced from or broadcast to. Where a value
 // changes role (an accumulator used as an mma A operand, a shared tile read
 // many times inside a loop, unless it is read transposed) a `convert` is
-// inserted. Operands that an mma reads transposed (`trans_a`) and all B
-// operands must be loads: ldmatrix transposes them on the way out of shared
-// memory.
+// inserted. B operands and operands read transposed (`trans_a`) are read
+// from shared memory, where ldmatrix transposes them; a register tile in
+// such a place gets a `convert` into shared memory right after it is
+// computed.
 #include "passes/Pass.h"
 
 #include <fmt/format.h>
@@ -416,17 +417,15 @@ private:
     std::map<Value *, Value *> staged;
     for (auto [mma, index] : places) {
       Value *tile = mma->operands[index];
+      // The copy goes after the op that computes the tile, or first in the
+      // loop body whose argument (a carried tile) it is: where every use sees it.
+      Op *def = tile->definingOp;
+      Block *home = def ? def->parent : tile->ownerBlock;
       LayoutKind kind = tile->type.layout.kind;
-      if (!tile->type.isRegister() || (kind != LayoutKind::Acc && kind != LayoutKind::Strip))
+      if (!home || !tile->type.isRegister() || (kind != LayoutKind::Acc && kind != LayoutKind::Strip))
         return failAt(*mma, tile, "an mma operand read from shared memory must be a loaded or computed 2-d tile");
       Value *&copy = staged[tile];
       if (!copy) {
-        // After the op that computes the tile, or first in the loop body whose
-        // argument (a carried tile) it is: where every use can see the copy.
-        Op *def = tile->definingOp;
-        Block *home = def ? def->parent : tile->ownerBlock;
-        if (!home)
-          return failAt(*mma, tile, "an mma operand read from shared memory must be a loaded or computed 2-d tile");
         Builder builder(*home, def ? std::next(findOp(*home, def)) : home->ops.begin());
         builder.setLoc(def ? def->loc : mma->loc);
         copy = builder.value(OpKind::Convert, {tile}, tile->type.withLayout(MemSpace::Shared, {LayoutKind::Swizzle, 1, 1}));

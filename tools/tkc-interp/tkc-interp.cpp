@@ -20,7 +20,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <random>
 #include <set>
 
@@ -52,15 +51,10 @@ std::vector<interp::Tensor> makeTensors(const ir::Kernel &kernel, const std::map
   // Outputs start as NaN, so that an element the kernel never writes shows;
   // one the kernel adds to (atomic_add) starts random like an input.
   std::set<const ir::Value *> accumulated;
-  std::function<void(const ir::Block &)> scan = [&](const ir::Block &block) {
-    for (auto &op : block.ops) {
-      if (op->kind == ir::OpKind::Store && op->hasAttr("accumulate"))
-        accumulated.insert(op->operands[0]);
-      if (op->body)
-        scan(*op->body);
-    }
-  };
-  scan(kernel.body);
+  ir::walk(const_cast<ir::Block &>(kernel.body), [&](ir::Op &op) {
+    if (op.kind == ir::OpKind::Store && op.hasAttr("accumulate"))
+      accumulated.insert(op.operands[0]);
+  });
   std::vector<interp::Tensor> tensors;
   for (auto &arg : kernel.body.args) {
     if (!arg->type.isGlobal())

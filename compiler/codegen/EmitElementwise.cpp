@@ -134,10 +134,8 @@ void KernelEmitter::emitElementwise(const Op &op) {
   if (std::optional<RowRescale> rescale = carriedRowRescale(op)) {
     // A loop-carried accumulator scaled row by row (online softmax's
     // correction): when every factor the warp holds is 1, as it is once the
-    // running maximum stops growing, the tile is left as it is. In a
-    // warp-specialized consumer the rescale sits between the wait for the
-    // previous product and the next issue, so skipping it shortens that
-    // path; x * 1 is x for every float, so the result is the same.
+    // running maximum stops growing, the tile is left as it is. x * 1 is x
+    // for every float, so the result is the same.
     std::string ones = name(result) + "_ones";
     out_.line("bool {} = true;", ones);
     out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {} = {} && {}[x] == 1.0f;",
@@ -147,11 +145,19 @@ void KernelEmitter::emitElementwise(const Op &op) {
   out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", count, name(result), expr);
 }
 
-/// `mul(acc, broadcast(v))` (either order) in a warp-specialized kernel,
-/// where acc is an f32 tile carried by the enclosing loop (or a wgmma's
-/// in-place update of one) and v a vector with one factor per row.
+/// `mul(acc, broadcast(v))` (either order), where acc is an f32 tile carried
+/// by the enclosing loop (or a wgmma's in-place update of one) and v a
+/// vector with one factor per row, and skipping pays: in a warp-specialized
+/// consumer the rescale sits between the wait for the previous product and
+/// the next issue, so skipping it always shortens that path; on the mma.sync
+/// path only where a thread holds at least kSkippedRescaleMinimum values (the
+/// warp's test and branch cost more than fewer multiplies; measured with
+/// attention at 64 and 128 values per thread).
 std::optional<KernelEmitter::RowRescale> KernelEmitter::carriedRowRescale(const Op &op) {
-  if (op.kind != OpKind::Mul || roleWarpgroups_ == 0 || op.result()->type.dtype != DType::F32)
+  constexpr int kSkippedRescaleMinimum = 128;
+  if (op.kind != OpKind::Mul || op.result()->type.dtype != DType::F32)
+    return std::nullopt;
+  if (roleWarpgroups_ == 0 && fragmentOf(op.result()->type).count() < kSkippedRescaleMinimum)
     return std::nullopt;
   for (int side : {0, 1}) {
     const Value *tile = op.operands[side], *scale = op.operands[1 - side];
@@ -251,11 +257,40 @@ bool KernelEmitter::emitReduce(const Op &op) {
   declareName(result);
   out_.line("float {}[{}];", name(result), fr.count());
   out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", fr.count(), name(result), identity);
-  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", fs.count()));
-  out_.line("{}", fs.decompose("x", target));
   std::string slot = fmt::format("{}[{}]", name(result), target);
-  out_.line("{} = {};", slot, combine(slot, element(src, "x", true)));
-  out_.close();
+  auto accumulate = [&](const Value *input, const std::string &maskIndex, const std::string &maskBound,
+                        const std::string &fill) {
+    out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", fs.count()));
+    out_.line("{}", fs.decompose("x", maskIndex.empty() ? target : target + " " + maskIndex));
+    std::string value = element(input, "x", true);
+    if (!maskIndex.empty())
+      value = fmt::format("{} >= {} ? {} : {}", maskIndex, maskBound, fill, value);
+    out_.line("{} = {};", slot, combine(slot, value));
+    out_.close();
+  };
+  const Op *mask = src->definingOp;
+  if (mask && mask->kind == OpKind::Mask && absorbed_.count(mask)) {
+    // The mask absorbed into this reduction (an identity on interior tiles).
+    const Value *input = mask->operands[0];
+    if (identityOps_.count(mask)) {
+      accumulate(input, "", "", "");
+    } else {
+      int maskAxis = static_cast<int>(mask->intAttr("axis"));
+      std::string index = src->type.shape.size() == 1 ? fs.row : (maskAxis == 0 ? fs.row : fs.col);
+      double fill = mask->floatAttr("fill");
+      std::string literal = fmt::format("float({})", std::isinf(fill) ? (fill > 0 ? "INFINITY" : "-INFINITY")
+                                                                        : fmt::format("{}", fill));
+      std::string bound = scalar(mask->operands[1]);
+      out_.open(fmt::format("if ({} < {})", bound, src->type.shape[maskAxis]));
+      accumulate(input, index, bound, literal);
+      out_.dedent();
+      out_.open("} else");
+      accumulate(input, "", "", "");
+      out_.close();
+    }
+  } else {
+    accumulate(src, "", "", "");
+  }
   // Lanes that hold parts of the same row combine through shuffles.
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", fr.count()));
   for (int s : shuffles) {

@@ -276,10 +276,13 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
     if (!checked && sameChunk)
       return sameChunkLoop();
     out_.open(fmt::format("TKC_UNROLL for (int it = 0; it < {}; ++it)", iterations));
-    out_.line("const int chunk = threadIdx.x + it * {};", threads);
+    // Unsigned, so that the compiler sees each thread's column repeat from
+    // one round to the next (a signed division is computed per round, and
+    // in a loop those per-round values stay live across it).
+    out_.line("const unsigned chunk = threadIdx.x + it * {}u;", threads);
     if (total % threads)
-      out_.line("if (chunk >= {}) break;", total);
-    out_.line("const int row = chunk / {}, piece = chunk % {}, col = piece * {};", chunksPerRow, chunksPerRow,
+      out_.line("if (chunk >= {}u) break;", total);
+    out_.line("const int row = int(chunk / {}u), piece = int(chunk % {}u), col = piece * {};", chunksPerRow, chunksPerRow,
               perChunk);
     if (!checked) {
       out_.line("tkc::cp_async_16({}, {}, 16);", destination, source);

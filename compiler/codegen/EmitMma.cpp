@@ -19,13 +19,7 @@ constexpr int kDoubleBufferRegisterBudget = 192;
 int loopCarriedRegisters(const Op &op) {
   int registers = 0;
   for (const Block *block = op.parent; block && block->parentOp; block = block->parentOp->parent)
-    for (auto &result : block->parentOp->results) {
-      const Type &t = result->type;
-      if (!t.isRegister())
-        continue;
-      int elements = t.layout.kind == LayoutKind::OperandA ? operandACount(t) * 2 : fragmentOf(t).count();
-      registers += elements * dtypeBytes(t.dtype) / 4;
-    }
+    registers += carriedRegisters(*block->parentOp);
   return registers;
 }
 

@@ -11,17 +11,52 @@
 // and once as written. The split waits for a mask with at most two
 // products after it: where more follow, the masks are a small share of
 // the work, and twice the code costs registers (the sm_80 dK/dV kernel
-// spilled when split before its first product).
+// spilled when split before its first product). For the same reason no
+// split is made where the tiles live across it fill three quarters of a
+// thread's registers: both copies hold them, and their demands meet there
+// (the sm_80 attention forward with 32 x 128 outputs and 32 x 64 scores
+// per warp spilled when split and ran 2-3% slower; unsplit, its masks are
+// tested once per tile).
 #include "codegen/KernelEmitter.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace tkc::codegen {
 
 using namespace ir;
+
+namespace {
+/// No split where tiles of this many registers per thread live across it.
+constexpr int kUnsplitLiveRegisters = 192;
+
+/// Registers per thread of the tiles defined before `at` in `body` (or
+/// carried into it) that are still read at `at` or after.
+int registersLiveAt(const Block &body, Block::OpList::const_iterator at) {
+  std::set<const Value *> later;
+  auto reads = [&](const Op &op) {
+    for (const Value *operand : op.operands)
+      later.insert(operand);
+  };
+  for (auto it = at; it != body.ops.end(); ++it) {
+    reads(**it);
+    if ((*it)->body)
+      walk(*(*it)->body, reads);
+  }
+  int registers = 0;
+  for (auto &arg : body.args)
+    if (later.count(arg.get()))
+      registers += registersOf(arg->type);
+  for (auto it = body.ops.begin(); it != at; ++it)
+    for (auto &result : (*it)->results)
+      if (later.count(result.get()))
+        registers += registersOf(result->type);
+  return registers;
+}
+} // namespace
 
 std::vector<std::string> KernelEmitter::maskFreeConditions(const Block &body, Block::OpList::const_iterator from,
                                                           const std::map<const Op *, int> &position,
@@ -74,7 +109,8 @@ void KernelEmitter::emitLoopBody(const Op &loop, Block::OpList::const_iterator f
     }
   }
   for (auto it = from; it != body.ops.end(); ++it) {
-    if (split && isMaskLike(**it) && productsFrom[position.at(it->get())] <= 2) {
+    if (split && isMaskLike(**it) && productsFrom[position.at(it->get())] <= 2 &&
+        registersLiveAt(body, it) < kUnsplitLiveRegisters) {
       std::set<const Op *> identities;
       std::vector<std::string> conditions = maskFreeConditions(body, it, position, identities);
       if (!conditions.empty()) {

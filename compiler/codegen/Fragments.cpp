@@ -1,4 +1,5 @@
 #include "codegen/Fragments.h"
+#include "ir/IR.h"
 
 #include <fmt/format.h>
 
@@ -118,6 +119,20 @@ Fragment fragmentOf(const Type &type) {
 int operandACount(const Type &type) {
   int64_t wm = type.shape[0] / type.layout.warpsM;
   return static_cast<int>(wm / 16 * (type.shape[1] / 16) * 4);
+}
+
+int registersOf(const Type &type) {
+  if (!type.isRegister())
+    return 0;
+  int elements = type.layout.kind == LayoutKind::OperandA ? operandACount(type) * 2 : fragmentOf(type).count();
+  return elements * dtypeBytes(type.dtype) / 4;
+}
+
+int carriedRegisters(const Op &loop) {
+  int registers = 0;
+  for (auto &result : loop.results)
+    registers += registersOf(result->type);
+  return registers;
 }
 
 std::string swizzledChunk(const std::string &row, const std::string &chunk, int chunksPerRow) {

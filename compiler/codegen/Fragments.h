@@ -4,6 +4,10 @@
 #include <string>
 #include <vector>
 
+namespace tkc::ir {
+struct Op;
+}
+
 namespace tkc::codegen {
 
 /// How one thread holds its share of a register tile: a flat array of
@@ -37,6 +41,13 @@ Fragment fragmentOf(const ir::Type &type);
 
 /// Registers per thread of an OperandA tile: 4 per 16x16 block.
 int operandACount(const ir::Type &type);
+
+/// Registers per thread of a value (0 unless a register tile or vector).
+int registersOf(const ir::Type &type);
+
+/// Registers per thread of the register tiles a loop carries from one
+/// iteration to the next (live through the whole body).
+int carriedRegisters(const ir::Op &loop);
 
 /// The 16-byte chunk swizzle of a shared tile row with `chunksPerRow`
 /// chunks: XOR of the chunk index with a few row bits, so that the eight

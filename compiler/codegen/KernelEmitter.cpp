@@ -131,6 +131,23 @@ void KernelEmitter::findAbsorbedOps() {
       absorbed_.insert(chain.begin(), chain.end());
     }
   });
+  // A mask read only by a reduction is applied as the reduction reads its
+  // input: no masked copy of the tile lives beside the tile itself. That
+  // matters where registers are scarce, in the mma.sync kernels (the sm_80
+  // attention forward at D = 128 needed 116 bytes of spills without it); in
+  // warp-specialized kernels the second copy of the reduction's loop it
+  // costs was measured 1% slower, so they keep the masked copy.
+  bool warpSpecialized = false;
+  walk(const_cast<Block &>(kernel_.body), [&](Op &op) { warpSpecialized |= op.kind == OpKind::WarpgroupRole; });
+  if (warpSpecialized)
+    return;
+  walk(const_cast<Block &>(kernel_.body), [&](Op &op) {
+    if (op.kind != OpKind::Reduce)
+      return;
+    const Op *mask = op.operands[0]->definingOp;
+    if (mask && mask->kind == OpKind::Mask && uses[op.operands[0]] == 1 && mask->operands[0]->type.isRegister())
+      absorbed_.insert(mask);
+  });
 }
 
 bool KernelEmitter::emit() {

@@ -282,8 +282,8 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
     out_.line("const unsigned chunk = threadIdx.x + it * {}u;", threads);
     if (total % threads)
       out_.line("if (chunk >= {}u) break;", total);
-    out_.line("const int row = int(chunk / {}u), piece = int(chunk % {}u), col = piece * {};", chunksPerRow, chunksPerRow,
-              perChunk);
+    out_.line("const int row = int(chunk / {}u), piece = int(chunk % {}u), col = piece * {};", chunksPerRow,
+              chunksPerRow, perChunk);
     if (!checked) {
       out_.line("tkc::cp_async_16({}, {}, 16);", destination, source);
     } else {

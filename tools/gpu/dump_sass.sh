@@ -2,7 +2,7 @@
 # Writes the SASS of the generated kernels whose names match a pattern, for
 # reading instruction mixes and schedules: OUT/FILE.sass per .cu, and an
 # opcode histogram of each matching kernel in OUT/FILE.mix.
-#   tools/gpu/dump_sass.sh PATTERN FILE.cu...
+#   [ARCH=90] tools/gpu/dump_sass.sh PATTERN FILE.cu...
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 pattern=$1
@@ -14,7 +14,11 @@ cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
 for cu in "$@"; do
   name=$(basename "${cu%.cu}")
   target=${name##*.}
-  arch=${target#sm_}
+  # ARCH=90 shows the code the H200 runs for an sm_80 file (the harness
+  # builds those for sm_90); by default the file's own target.
+  arch=${ARCH:-${target#sm_}}
+  # Variant names (STEM@VARIANT) keep to characters every file transfer takes.
+  name=${name//@/_}
   tmp=$(mktemp -d)
   "$nvcc" -std=c++17 -O3 -I runtime -cubin -gencode=arch=compute_$arch,code=sm_$arch "$cu" -o "$tmp/k.cubin" || continue
   "$cuobjdump" -sass "$tmp/k.cubin" | awk -v p="$pattern" '/Function :/ {keep = ($0 ~ p)} keep' >"$out/$name.sass"

@@ -8,6 +8,20 @@ namespace tkc::codegen {
 
 using namespace ir;
 
+namespace {
+/// A mask's fill value as a C++ literal (infinities by name).
+std::string fillLiteral(const Op &mask) {
+  double fill = mask.floatAttr("fill");
+  return std::isinf(fill) ? (fill > 0 ? "INFINITY" : "-INFINITY") : fmt::format("{}", fill);
+}
+
+/// The tile index (row or column of fragment `f`) that a mask compares
+/// with its bound.
+std::string maskedIndex(const Op &mask, const Fragment &f) {
+  return mask.result()->type.shape.size() == 1 || mask.intAttr("axis") == 0 ? f.row : f.col;
+}
+} // namespace
+
 void KernelEmitter::declareTile(const Value *v) {
   if (v->type.layout.kind == LayoutKind::OperandA) {
     out_.line("uint32_t {}[{}];", name(v), operandACount(v->type));
@@ -214,15 +228,13 @@ void KernelEmitter::emitMask(const Op &op) {
   Fragment f = fragmentOf(result->type);
   int axis = static_cast<int>(op.intAttr("axis"));
   int64_t extent = result->type.shape[axis];
-  double fill = op.floatAttr("fill");
-  std::string literal = std::isinf(fill) ? (fill > 0 ? "INFINITY" : "-INFINITY") : fmt::format("{}", fill);
   std::string bound = scalar(op.operands[1]);
   out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", f.count(), name(result), name(source));
   out_.open(fmt::format("if ({} < {})", bound, extent));
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", f.count()));
-  std::string index = result->type.shape.size() == 1 ? f.row : (axis == 0 ? f.row : f.col);
+  std::string index = maskedIndex(op, f);
   out_.line("{}", f.decompose("x", index));
-  out_.line("if ({} >= {}) {}[x] = {}({});", index, bound, name(result), cType(result->type.dtype), literal);
+  out_.line("if ({} >= {}) {}[x] = {}({});", index, bound, name(result), cType(result->type.dtype), fillLiteral(op));
   out_.close();
   out_.close();
 }
@@ -258,38 +270,30 @@ bool KernelEmitter::emitReduce(const Op &op) {
   out_.line("float {}[{}];", name(result), fr.count());
   out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", fr.count(), name(result), identity);
   std::string slot = fmt::format("{}[{}]", name(result), target);
-  auto accumulate = [&](const Value *input, const std::string &maskIndex, const std::string &maskBound,
-                        const std::string &fill) {
+  // Reads `input`, or, where `outside` holds, the fill value `fill`.
+  auto accumulate = [&](const Value *input, const std::string &outside = "", const std::string &fill = "") {
     out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", fs.count()));
-    out_.line("{}", fs.decompose("x", maskIndex.empty() ? target : target + " " + maskIndex));
+    out_.line("{}", fs.decompose("x", target + " " + outside));
     std::string value = element(input, "x", true);
-    if (!maskIndex.empty())
-      value = fmt::format("{} >= {} ? {} : {}", maskIndex, maskBound, fill, value);
+    if (!outside.empty())
+      value = fmt::format("{} ? {} : {}", outside, fill, value);
     out_.line("{} = {};", slot, combine(slot, value));
     out_.close();
   };
   const Op *mask = src->definingOp;
-  if (mask && mask->kind == OpKind::Mask && absorbed_.count(mask)) {
-    // The mask absorbed into this reduction (an identity on interior tiles).
-    const Value *input = mask->operands[0];
-    if (identityOps_.count(mask)) {
-      accumulate(input, "", "", "");
-    } else {
-      int maskAxis = static_cast<int>(mask->intAttr("axis"));
-      std::string index = src->type.shape.size() == 1 ? fs.row : (maskAxis == 0 ? fs.row : fs.col);
-      double fill = mask->floatAttr("fill");
-      std::string literal = fmt::format("float({})", std::isinf(fill) ? (fill > 0 ? "INFINITY" : "-INFINITY")
-                                                                        : fmt::format("{}", fill));
-      std::string bound = scalar(mask->operands[1]);
-      out_.open(fmt::format("if ({} < {})", bound, src->type.shape[maskAxis]));
-      accumulate(input, index, bound, literal);
-      out_.dedent();
-      out_.open("} else");
-      accumulate(input, "", "", "");
-      out_.close();
-    }
+  if (!mask || mask->kind != OpKind::Mask || !absorbed_.count(mask)) {
+    accumulate(src);
+  } else if (identityOps_.count(mask)) {
+    accumulate(mask->operands[0]); // the absorbed mask on an interior tile
   } else {
-    accumulate(src, "", "", "");
+    std::string bound = scalar(mask->operands[1]);
+    out_.open(fmt::format("if ({} < {})", bound, src->type.shape[mask->intAttr("axis")]));
+    accumulate(mask->operands[0], fmt::format("{} >= {}", maskedIndex(*mask, fs), bound),
+               fmt::format("float({})", fillLiteral(*mask)));
+    out_.dedent();
+    out_.open("} else");
+    accumulate(mask->operands[0]);
+    out_.close();
   }
   // Lanes that hold parts of the same row combine through shuffles.
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", fr.count()));

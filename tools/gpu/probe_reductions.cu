@@ -95,18 +95,17 @@ void measure(int n, int keyTile, int heads) {
   cudaFree(dq);
 }
 
+/// Every method at one shape, one after another.
+template <int D> void measureAll(int n, int keyTile, int heads) {
+  measure<D, kScalar>(n, keyTile, heads);
+  measure<D, kPair>(n, keyTile, heads);
+  measure<D, kBulk>(n, keyTile, heads);
+}
+
 int main() {
-  measure<128, kScalar>(4096, 64, 64);
-  measure<128, kPair>(4096, 64, 64);
-  measure<128, kBulk>(4096, 64, 64);
-  measure<128, kScalar>(4096, 128, 64);
-  measure<128, kPair>(4096, 128, 64);
-  measure<128, kBulk>(4096, 128, 64);
-  measure<64, kScalar>(4096, 64, 128);
-  measure<64, kPair>(4096, 64, 128);
-  measure<64, kBulk>(4096, 64, 128);
-  measure<64, kScalar>(4096, 128, 128);
-  measure<64, kPair>(4096, 128, 128);
-  measure<64, kBulk>(4096, 128, 128);
+  measureAll<128>(4096, 64, 64);
+  measureAll<128>(4096, 128, 64);
+  measureAll<64>(4096, 64, 128);
+  measureAll<64>(4096, 128, 128);
   return 0;
 }

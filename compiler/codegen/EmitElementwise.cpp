@@ -27,7 +27,7 @@ void KernelEmitter::declareTile(const Value *v) {
     out_.line("uint32_t {}[{}];", name(v), operandACount(v->type));
     return;
   }
-  out_.line("{} {}[{}];", cType(v->type.dtype), name(v), fragmentOf(v->type).count());
+  out_.line("{} {}[{}];", cType(v->type.dtype), name(v), fragment(v->type).count());
 }
 
 std::string KernelEmitter::element(const Value *v, const std::string &flat, bool asFloat) {
@@ -122,7 +122,7 @@ void KernelEmitter::emitElementwise(const Op &op) {
   std::string expr = *mapped;
   declareName(result);
   declareTile(result);
-  int count = fragmentOf(result->type).count();
+  int count = fragment(result->type).count();
   std::string cast = cType(dtype);
   if (dtype == DType::BF16)
     expr = fmt::format("__float2bfloat16({})", expr);
@@ -153,7 +153,7 @@ void KernelEmitter::emitElementwise(const Op &op) {
     std::string ones = name(result) + "_ones";
     out_.line("bool {} = true;", ones);
     out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {} = {} && {}[x] == 1.0f;",
-              fragmentOf(rescale->factors->type).count(), ones, ones, name(rescale->factors));
+              fragment(rescale->factors->type).count(), ones, ones, name(rescale->factors));
     return copyIf(fmt::format("__all_sync(0xffffffffu, {})", ones), rescale->tile);
   }
   out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", count, name(result), expr);
@@ -171,7 +171,7 @@ std::optional<KernelEmitter::RowRescale> KernelEmitter::carriedRowRescale(const 
   constexpr int kSkippedRescaleMinimum = 128;
   if (op.kind != OpKind::Mul || op.result()->type.dtype != DType::F32)
     return std::nullopt;
-  if (roleWarpgroups_ == 0 && fragmentOf(op.result()->type).count() < kSkippedRescaleMinimum)
+  if (roleWarpgroups_ == 0 && fragment(op.result()->type).count() < kSkippedRescaleMinimum)
     return std::nullopt;
   for (int side : {0, 1}) {
     const Value *tile = op.operands[side], *scale = op.operands[1 - side];
@@ -202,7 +202,7 @@ void KernelEmitter::emitFill(const Op &op) {
     literal += ".0f";
   else if (result->type.dtype == DType::F32 && !std::isinf(value))
     literal += "f";
-  out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}({});", fragmentOf(result->type).count(), name(result),
+  out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}({});", fragment(result->type).count(), name(result),
             cType(result->type.dtype), literal);
 }
 
@@ -210,7 +210,7 @@ void KernelEmitter::emitIota(const Op &op) {
   const Value *result = op.result();
   declareName(result);
   declareTile(result);
-  Fragment f = fragmentOf(result->type);
+  Fragment f = fragment(result->type);
   std::string index = op.intAttr("axis") == 0 ? f.row : f.col;
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", f.count()));
   out_.line("{}", f.decompose("x", index));
@@ -225,7 +225,7 @@ void KernelEmitter::emitMask(const Op &op) {
   const Value *source = op.operands[0];
   declareName(result);
   declareTile(result);
-  Fragment f = fragmentOf(result->type);
+  Fragment f = fragment(result->type);
   int axis = static_cast<int>(op.intAttr("axis"));
   int64_t extent = result->type.shape[axis];
   std::string bound = scalar(op.operands[1]);
@@ -251,7 +251,7 @@ bool KernelEmitter::emitReduce(const Op &op) {
     return fmt::format("{}({}, {})", kind == "max" ? "fmaxf" : "fminf", acc, v);
   };
   LayoutKind from = src->type.layout.kind, to = result->type.layout.kind;
-  Fragment fs = fragmentOf(src->type), fr = fragmentOf(result->type);
+  Fragment fs = fragment(src->type), fr = fragment(result->type);
   std::vector<int> shuffles;
   std::string target;
   if (from == LayoutKind::Acc && to == LayoutKind::AccRow && axis == 1) {
@@ -322,7 +322,7 @@ bool KernelEmitter::emitBroadcast(const Op &op) {
     return unsupported(op, "this broadcast");
   declareName(result);
   declareTile(result);
-  Fragment f = fragmentOf(result->type);
+  Fragment f = fragment(result->type);
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", f.count()));
   out_.line("{}", f.decompose("x", index));
   out_.line("{}[x] = {}[{}];", name(result), name(src), index);

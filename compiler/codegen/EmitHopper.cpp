@@ -146,7 +146,7 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
   case OpKind::WgmmaWait:
     out_.line("tkc::wgmma_wait<{}>();", op.intAttr("pending"));
     for (const Value *acc : op.operands)
-      out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) tkc::fence_operand({}[x]);", fragmentOf(acc->type).count(),
+      out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) tkc::fence_operand({}[x]);", fragment(acc->type).count(),
                 name(acc));
     return true;
   case OpKind::SmemStore:
@@ -235,7 +235,7 @@ bool KernelEmitter::emitSmemStore(const Op &op) {
   const Value *value = op.operands[1];
   if (dtypeBytes(value->type.dtype) != 2)
     return unsupported(op, "a staged store of 32-bit elements");
-  Fragment f = fragmentOf(value->type);
+  Fragment f = fragment(value->type);
   int64_t cols = panelColumns(buf->type), panelBytes = buf->type.shape[0] * kSwizzle128RowBytes;
   int64_t perChunk = 16 / dtypeBytes(value->type.dtype);
   // A window of the tile's columns: accumulator coordinate j is the 8-column

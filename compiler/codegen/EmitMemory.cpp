@@ -87,7 +87,7 @@ bool KernelEmitter::emitLoad(const Op &op) {
   declareName(result);
   declareTile(result);
   GlobalAccess access = describeAccess(op, global, 1);
-  Fragment f = fragmentOf(result->type);
+  Fragment f = fragment(result->type);
   bool is2d = result->type.shape.size() == 2;
   std::string rowExpr = is2d ? f.row : "0";
   std::string colExpr = is2d ? f.col : f.row;
@@ -147,7 +147,7 @@ bool KernelEmitter::emitStore(const Op &op) {
   if (!tile->type.isRegister() || tile->type.layout.kind == LayoutKind::OperandA)
     return unsupported(op, fmt::format("a store from {}", tile->type.str()));
   GlobalAccess access = describeAccess(op, global, 2);
-  Fragment f = fragmentOf(tile->type);
+  Fragment f = fragment(tile->type);
   bool is2d = tile->type.shape.size() == 2;
   std::string elem = cType(tile->type.dtype);
   std::string rowExpr = is2d ? f.row : "0";
@@ -345,7 +345,7 @@ bool KernelEmitter::emitStageToShared(const Op &op) {
       result->type.layout.kind != LayoutKind::Swizzle)
     return unsupported(op, fmt::format("a copy of {} into {}", src->type.str(), result->type.str()));
   std::string n = declareSharedTile(op);
-  Fragment f = fragmentOf(src->type);
+  Fragment f = fragment(src->type);
   int perChunk = 16 / dtypeBytes(src->type.dtype);
   int chunksPerRow = static_cast<int>(result->type.shape[1] / perChunk);
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += 2)", f.count()));

@@ -38,7 +38,7 @@ void KernelEmitter::emitLoadOperandA(const Value *smem, const Type &regType, con
   int mt = static_cast<int>(wm / 16), kt = static_cast<int>(regType.shape[1] / 16);
   out_.open(fmt::format("TKC_UNROLL for (int f = 0; f < {}; ++f)", mt * kt));
   out_.line("const int i = f / {}, kk = f % {};", kt, kt);
-  std::string row = fmt::format("warp_m * {} + i * 16 + lane % 16", wm);
+  std::string row = fmt::format("{} * {} + i * 16 + lane % 16", warpCoords(regType.layout).row, wm);
   out_.line("tkc::ldmatrix_x4({0}[f * 4], {0}[f * 4 + 1], {0}[f * 4 + 2], {0}[f * 4 + 3], {1});", dst,
             smemRowAddress(name(smem), smem->type, row, "kk * 2 + lane / 16"));
   out_.close();
@@ -56,6 +56,7 @@ bool KernelEmitter::emitMma(const Op &op) {
     return unsupported(op, "an mma accumulator outside the accumulator layout");
   std::string instruction = a->type.dtype == DType::F16 ? "tkc::mma_f16_16816" : "tkc::mma_bf16_16816";
   const Layout &layout = d->type.layout;
+  const WarpCoords warp = warpCoords(layout);
   int64_t wm = d->type.shape[0] / layout.warpsM, wn = d->type.shape[1] / layout.warpsN;
   int mt = static_cast<int>(wm / 16), nt = static_cast<int>(wn / 8);
   bool transA = op.intAttr("trans_a") != 0;
@@ -77,13 +78,13 @@ bool KernelEmitter::emitMma(const Op &op) {
       out_.open(fmt::format("TKC_UNROLL for (int i = 0; i < {}; ++i)", mt));
       std::string addr;
       if (!transA) {
-        std::string row = fmt::format("warp_m * {} + i * 16 + lane % 16", wm);
+        std::string row = fmt::format("{} * {} + i * 16 + lane % 16", warp.row, wm);
         addr = smemRowAddress(name(a), a->type, row, fmt::format("({}) * 2 + lane / 16", kk));
       } else {
         // a is [K, M] row-major: rows are k; ldmatrix.trans yields the row
         // fragments of a^T, lanes 8-15 giving rows 8-15 and 16-31 k 8-15.
         std::string row = fmt::format("({}) * 16 + lane / 16 * 8 + lane % 8", kk);
-        addr = smemRowAddress(name(a), a->type, row, fmt::format("warp_m * {} + i * 2 + lane / 8 % 2", wm / 8));
+        addr = smemRowAddress(name(a), a->type, row, fmt::format("{} * {} + i * 2 + lane / 8 % 2", warp.row, wm / 8));
       }
       out_.line("tkc::ldmatrix_x4{0}(a_frag[{1}][i][0], a_frag[{1}][i][1], a_frag[{1}][i][2], a_frag[{1}][i][3], {2});",
                 transA ? "_trans" : "", buf, addr);
@@ -94,12 +95,13 @@ bool KernelEmitter::emitMma(const Op &op) {
     if (!transB) {
       // b is [K, N] row-major: rows are k; ldmatrix.trans yields column fragments.
       std::string row = fmt::format("({}) * 16 + lane % 16", kk);
-      std::string chunk = pairs ? fmt::format("warp_n * {} + j + lane / 16", wn / 8) : fmt::format("warp_n * {} + j", wn / 8);
+      std::string chunk = pairs ? fmt::format("{} * {} + j + lane / 16", warp.col, wn / 8)
+                                : fmt::format("{} * {} + j", warp.col, wn / 8);
       addr = smemRowAddress(name(b), b->type, row, chunk);
     } else {
       // b is [N, K] row-major: rows are n; plain ldmatrix yields column fragments of b^T.
-      std::string row = pairs ? fmt::format("warp_n * {} + j * 8 + lane / 16 * 8 + lane % 8", wn)
-                              : fmt::format("warp_n * {} + j * 8 + lane % 8", wn);
+      std::string row = pairs ? fmt::format("{} * {} + j * 8 + lane / 16 * 8 + lane % 8", warp.col, wn)
+                              : fmt::format("{} * {} + j * 8 + lane % 8", warp.col, wn);
       addr = smemRowAddress(name(b), b->type, row, fmt::format("({}) * 2 + lane / 8 % 2", kk));
     }
     std::string suffix = transB ? "" : "_trans";

@@ -59,7 +59,15 @@ std::string Fragment::flatIndex(const std::vector<std::string> &coordExprs) cons
   return text.empty() ? "0" : text;
 }
 
-Fragment fragmentOf(const Type &type) {
+WarpCoords warpCoordsIn(const Layout &layout, int kernelWarpsN) {
+  if (layout.warpsN == kernelWarpsN)
+    return {};
+  if (layout.warpsN == 1)
+    return {"warp", "0"};
+  return {fmt::format("(warp / {})", layout.warpsN), fmt::format("(warp % {})", layout.warpsN)};
+}
+
+Fragment fragmentOf(const Type &type, const WarpCoords &warp) {
   Fragment f;
   const Layout &l = type.layout;
   const auto &shape = type.shape;
@@ -67,22 +75,22 @@ Fragment fragmentOf(const Type &type) {
   case LayoutKind::Acc: {
     int64_t wm = shape[0] / l.warpsM, wn = shape[1] / l.warpsN;
     f.coords = {{"i", int(wm / 16)}, {"j", int(wn / 8)}, {"e", 4}};
-    f.row = fmt::format("warp_m * {} + i * 16 + lane / 4 + e / 2 * 8", wm);
-    f.col = fmt::format("warp_n * {} + j * 8 + lane % 4 * 2 + e % 2", wn);
+    f.row = fmt::format("{} * {} + i * 16 + lane / 4 + e / 2 * 8", warp.row, wm);
+    f.col = fmt::format("{} * {} + j * 8 + lane % 4 * 2 + e % 2", warp.col, wn);
     break;
   }
   case LayoutKind::AccRow: {
     int64_t wm = shape[0] / l.warpsM;
     f.coords = {{"i", int(wm / 16)}, {"h", 2}};
-    f.row = fmt::format("warp_m * {} + i * 16 + lane / 4 + h * 8", wm);
-    f.owner = "lane % 4 == 0 && warp_n == 0";
+    f.row = fmt::format("{} * {} + i * 16 + lane / 4 + h * 8", warp.row, wm);
+    f.owner = fmt::format("lane % 4 == 0 && {} == 0", warp.col);
     break;
   }
   case LayoutKind::AccCol: {
     int64_t wn = shape[0] / l.warpsN;
     f.coords = {{"j", int(wn / 8)}, {"e", 2}};
-    f.row = fmt::format("warp_n * {} + j * 8 + lane % 4 * 2 + e", wn);
-    f.owner = "lane < 4 && warp_m == 0";
+    f.row = fmt::format("{} * {} + j * 8 + lane % 4 * 2 + e", warp.col, wn);
+    f.owner = fmt::format("lane < 4 && {} == 0", warp.row);
     break;
   }
   case LayoutKind::Strip:

@@ -35,9 +35,22 @@ struct Fragment {
   std::string flatIndex(const std::vector<std::string> &coordExprs) const;
 };
 
+/// The expressions of a warp's row and column in the warp grid of a
+/// register layout. `warp_m` and `warp_n` hold them for the kernel's grid;
+/// a tile with a grid of its own (a product with too few rows for the
+/// kernel's grid) computes them from `warp`.
+struct WarpCoords {
+  std::string row = "warp_m";
+  std::string col = "warp_n";
+};
+
+/// The coordinates in `layout`'s grid, in a kernel whose grid has
+/// `kernelWarpsN` warp columns.
+WarpCoords warpCoordsIn(const ir::Layout &layout, int kernelWarpsN);
+
 /// The fragment of a register tile type (layouts Acc, AccRow, Strip,
 /// StripRow, StripCol; OperandA has its own packed form).
-Fragment fragmentOf(const ir::Type &type);
+Fragment fragmentOf(const ir::Type &type, const WarpCoords &warp = {});
 
 /// Registers per thread of an OperandA tile: 4 per 16x16 block.
 int operandACount(const ir::Type &type);

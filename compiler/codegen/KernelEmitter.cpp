@@ -155,12 +155,15 @@ bool KernelEmitter::emit() {
   // Parameters: global tensors as pointers plus the strides of all but their
   // innermost dim (which is 1); scalars as ints.
   std::vector<std::string> params;
-  int warpsN = 1;
+  // The kernel's grid: where accumulators take several grids, the one of
+  // warps splitting rows alone (the others name their coordinates inline).
+  int warpsN = 0;
   walk(const_cast<Block &>(kernel_.body), [&](Op &op) {
     for (auto &r : op.results)
       if (r->type.isRegister() && r->type.layout.kind == LayoutKind::Acc)
-        warpsN = r->type.layout.warpsN;
+        warpsN = warpsN == 0 ? r->type.layout.warpsN : std::min(warpsN, r->type.layout.warpsN);
   });
+  kernelWarpsN_ = warpsN = std::max(warpsN, 1);
   for (auto &arg : kernel_.body.args) {
     std::string n = declareName(arg.get());
     if (arg->type.isGlobal()) {
@@ -210,6 +213,10 @@ bool KernelEmitter::emit() {
   out_.close();
   return ok_;
 }
+
+Fragment KernelEmitter::fragment(const Type &type) const { return fragmentOf(type, warpCoords(type.layout)); }
+
+WarpCoords KernelEmitter::warpCoords(const Layout &layout) const { return warpCoordsIn(layout, kernelWarpsN_); }
 
 void KernelEmitter::emitBlock(const Block &block) {
   for (auto &op : block.ops)
@@ -335,7 +342,7 @@ void KernelEmitter::emitFor(const Op &op) {
     } else {
       declareTile(arg);
       int count = arg->type.layout.kind == LayoutKind::OperandA ? operandACount(arg->type)
-                                                                 : fragmentOf(arg->type).count();
+                                                                 : fragment(arg->type).count();
       out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", count, n, name(init));
     }
   }
@@ -370,7 +377,7 @@ void KernelEmitter::emitYield(const Op &op) {
       if (v->type.isScalar())
         out_.line("const {} {} = {};", cType(v->type.dtype), tmp, src);
       else {
-        int count = fragmentOf(v->type).count();
+        int count = fragment(v->type).count();
         out_.line("{} {}[{}];", cType(v->type.dtype), tmp, count);
         out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", count, tmp, src);
       }
@@ -385,7 +392,7 @@ void KernelEmitter::emitYield(const Op &op) {
     if (v->type.isScalar())
       out_.line("{} = {};", carried[i], sources[i]);
     else {
-      int count = v->type.layout.kind == LayoutKind::OperandA ? operandACount(v->type) : fragmentOf(v->type).count();
+      int count = v->type.layout.kind == LayoutKind::OperandA ? operandACount(v->type) : fragment(v->type).count();
       out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}[x];", count, carried[i], sources[i]);
     }
   }

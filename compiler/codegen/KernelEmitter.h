@@ -60,6 +60,10 @@ private:
   std::string cType(ir::DType dtype) const;
   void comment(const ir::Op &op);
   bool unsupported(const ir::Op &op, const std::string &what);
+  /// The fragment of a register tile in this kernel (its warp grid's
+  /// coordinates named as the kernel declares them).
+  Fragment fragment(const ir::Type &type) const;
+  WarpCoords warpCoords(const ir::Layout &layout) const;
 
   // EmitElementwise.cpp
   void emitElementwise(const ir::Op &op);
@@ -140,6 +144,8 @@ private:
   void findAbsorbedOps();
   std::map<const ir::Value *, std::string> names_;
   std::map<std::string, int> nameCounts_;
+  /// Warp columns of the kernel's grid (`warp_m`, `warp_n`).
+  int kernelWarpsN_ = 1;
   int64_t sharedBytes_ = 0;
   int lastCommentLine_ = 0;
   bool ok_ = true;

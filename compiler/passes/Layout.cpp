@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace tkc {
 namespace {
@@ -171,10 +172,10 @@ private:
     });
   }
 
-  /// One warp grid for every accumulator of the kernel. Row reductions and
-  /// broadcasts stay inside a warp only if warps split the rows alone.
+  /// One warp grid for the accumulators of the kernel. Row reductions and
+  /// broadcasts stay inside a warp only if warps split the rows alone, and
+  /// so do products with an A operand computed in registers.
   bool chooseWarpGrid() {
-    int warps = kernel_.warps;
     bool rowsOnly = !vectorLinks_.empty();
     int64_t maxM = 0, maxN = 0;
     walk(kernel_.body, [&](Op &op) {
@@ -185,26 +186,49 @@ private:
           rowsOnly = true;
       }
     });
-    warpsM_ = warps;
+    warpsM_ = kernel_.warps;
     warpsN_ = 1;
-    if (rowsOnly || maxM == 0)
-      return true;
-    // Otherwise the most square warp tile whose width is a multiple of 16
-    // (so B fragments load two n-tiles per ldmatrix.x4).
+    if (!rowsOnly && maxM != 0)
+      std::tie(warpsM_, warpsN_) = squarestGrid(maxM, maxN);
+    return true;
+  }
+
+  /// The classes whose warps must hold whole rows: those reduced or
+  /// broadcast along a vector, those read as A operands in registers, and
+  /// the accumulators of products whose A operand is in registers (a
+  /// transposed one is read from a shared copy, in any grid).
+  std::set<Value *> rowsOnlyClasses() {
+    std::set<Value *> rowsOnly;
+    for (auto &link : vectorLinks_)
+      rowsOnly.insert(classes_.find(link.tile));
+    walk(kernel_.body, [&](Op &op) {
+      if (op.kind != OpKind::Mma || shared_.count(op.operands[0]) || op.intAttr("trans_a"))
+        return;
+      rowsOnly.insert(classes_.find(op.operands[0]));
+      rowsOnly.insert(classes_.find(op.result()));
+    });
+    return rowsOnly;
+  }
+
+  /// The most square warp tile of an M x N accumulator whose width is a
+  /// multiple of 16 (so B fragments load two n-tiles per ldmatrix.x4);
+  /// warps alone split the rows if no grid fits.
+  std::pair<int, int> squarestGrid(int64_t m, int64_t n) {
+    int warps = kernel_.warps;
+    std::pair<int, int> grid{warps, 1};
     double best = 1e30;
     for (int gm = 1; gm <= warps; ++gm) {
       int gn = warps / gm;
-      if (warps % gm || maxM % (16 * gm) || maxN % (16 * gn))
+      if (warps % gm || m % (16 * gm) || n % (16 * gn))
         continue;
-      double ratio = double(maxM / gm) / double(maxN / gn);
+      double ratio = double(m / gm) / double(n / gn);
       double score = ratio > 1 ? ratio : 1 / ratio;
       if (score < best) {
         best = score;
-        warpsM_ = gm;
-        warpsN_ = gn;
+        grid = {gm, gn};
       }
     }
-    return true;
+    return grid;
   }
 
   Layout vectorLayoutFor(Layout tileLayout, int axis) {
@@ -230,6 +254,7 @@ private:
           if (a->type.isTile())
             members[classes_.find(a.get())].push_back(a.get());
     });
+    std::set<Value *> rowsOnly = rowsOnlyClasses();
     for (auto &[root, values] : members) {
       if (values.front()->type.shape.size() != 2)
         continue;
@@ -238,6 +263,12 @@ private:
       int lanes = cols < 256 && cols % 8 == 0 && ((cols / 8) & (cols / 8 - 1)) == 0 ? int(cols / 8) : 32;
       Layout layout = accClasses.count(root) ? Layout{LayoutKind::Acc, warpsM_, warpsN_}
                                              : Layout{LayoutKind::Strip, kernel_.warps, 1, lanes};
+      // An accumulator with fewer rows than the kernel's grid splits (dQ's
+      // query tile in a block of key rows) takes its own grid if nothing
+      // ties its warps to whole rows.
+      const auto &shape = values.front()->type.shape;
+      if (layout.kind == LayoutKind::Acc && shape[0] % (16 * warpsM_) != 0 && !rowsOnly.count(root))
+        std::tie(layout.warpsM, layout.warpsN) = squarestGrid(shape[0], shape[1]);
       classLayout_[root] = layout;
     }
     // Vectors follow the tiles they are linked to; a vector linked to none

@@ -113,6 +113,18 @@ private:
       for (const StmtPtr &inner : stmt.body)
         this->stmt(depth + 2, *inner);
       return;
+    case StmtKind::If:
+      line(depth, "If {}", at(stmt.loc));
+      expr(depth + 1, *stmt.exprs[0]);
+      line(depth + 1, "Then");
+      for (const StmtPtr &inner : stmt.body)
+        this->stmt(depth + 2, *inner);
+      if (!stmt.elseBody.empty()) {
+        line(depth + 1, "Else");
+        for (const StmtPtr &inner : stmt.elseBody)
+          this->stmt(depth + 2, *inner);
+      }
+      return;
     }
   }
 

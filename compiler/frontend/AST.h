@@ -88,7 +88,7 @@ struct Expr {
 struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;
 
-enum class StmtKind { Assign, Store, For };
+enum class StmtKind { Assign, Store, For, If };
 
 struct Stmt {
   StmtKind kind;
@@ -99,6 +99,7 @@ struct Stmt {
   SourceLocation nameLoc;
 
   /// Assign: the value. Store: the slice, then the value. For: lo, then hi.
+  /// If: the condition.
   std::vector<ExprPtr> exprs;
 
   // Store: `atomic_add(slice, value)`, which adds the value to the slice.
@@ -107,7 +108,10 @@ struct Stmt {
   // For
   bool pipelined = false;
   ExprPtr stages; ///< `pipelined(stages = e)`: e, a compile-time integer; null for the default
-  std::vector<StmtPtr> body;
+  std::vector<StmtPtr> body; ///< For: the loop body. If: the statements taken when the condition holds.
+
+  // If: the statements taken otherwise (an `else if` is one If statement).
+  std::vector<StmtPtr> elseBody;
 
   Stmt(StmtKind kind, SourceLocation loc) : kind(kind), loc(loc) {}
 };

@@ -42,6 +42,11 @@ public:
   void checkAssign(const ast::Stmt &stmt);
   void checkStore(const ast::Stmt &stmt);
   void checkFor(const ast::Stmt &stmt);
+  void checkIf(const ast::Stmt &stmt);
+  /// Counts the assignments to each name in `body` (into assignments_): in
+  /// loops, and in the branch of an `if` whose condition is already known
+  /// (in both otherwise).
+  void countAssignments(const std::vector<ast::StmtPtr> &body);
 
   // --- expressions (SemaExpr.cpp) ---
   /// Any expression; records and returns its type, marks and all.

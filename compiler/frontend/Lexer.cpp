@@ -29,6 +29,8 @@ const char *fixedSpelling(TokenKind kind) {
   case TokenKind::KwWhere: return "where";
   case TokenKind::KwIn: return "in";
   case TokenKind::KwFor: return "for";
+  case TokenKind::KwIf: return "if";
+  case TokenKind::KwElse: return "else";
   case TokenKind::KwStore: return "store";
   case TokenKind::KwAtomicAdd: return "atomic_add";
   case TokenKind::KwNew: return "new";
@@ -265,7 +267,7 @@ private:
         {"kernel", TokenKind::KwKernel}, {"out", TokenKind::KwOut},     {"where", TokenKind::KwWhere},
         {"in", TokenKind::KwIn},         {"for", TokenKind::KwFor},     {"store", TokenKind::KwStore},
         {"new", TokenKind::KwNew},       {"inf", TokenKind::KwInf},     {"pipelined", TokenKind::KwPipelined},
-        {"atomic_add", TokenKind::KwAtomicAdd},
+        {"atomic_add", TokenKind::KwAtomicAdd}, {"if", TokenKind::KwIf},     {"else", TokenKind::KwElse},
     };
     for (auto &[spelling, kind] : kKeywords)
       if (word == spelling)

@@ -99,7 +99,7 @@ private:
 
   static bool startsStatement(const Token &token) {
     return token.is(TokenKind::Identifier) || token.is(TokenKind::KwStore) || token.is(TokenKind::KwAtomicAdd) ||
-           token.is(TokenKind::KwFor);
+           token.is(TokenKind::KwFor) || token.is(TokenKind::KwIf);
   }
 
   /// Skips the rest of a malformed statement: up to a `;` (consumed), a `}`
@@ -368,6 +368,8 @@ private:
       return parseStore();
     if (first.is(TokenKind::KwFor))
       return parseFor();
+    if (first.is(TokenKind::KwIf))
+      return parseIf();
     diags_.report(first.loc, DiagId::ExpectedStatement, describeToken(first));
     // Do not leave the token in place, or recovery could stall on it.
     if (!first.is(TokenKind::RBrace))
@@ -391,6 +393,38 @@ private:
       return nullptr;
     stmt->exprs.push_back(std::move(slice));
     stmt->exprs.push_back(std::move(value));
+    return stmt;
+  }
+
+  /// `if cond { ... } [else { ... } | else if ...]`: a compile-time choice.
+  StmtPtr parseIf() {
+    auto stmt = std::make_unique<Stmt>(StmtKind::If, advance().loc);
+    NestingGuard guard(*this, stmt->loc);
+    if (!guard.ok())
+      return nullptr;
+    ExprPtr condition = parseExpr();
+    if (!condition)
+      return nullptr;
+    stmt->exprs.push_back(std::move(condition));
+    if (!at(TokenKind::LBrace)) {
+      reportExpected("`{`");
+      return nullptr;
+    }
+    SourceLocation end;
+    parseBlock(stmt->body, end);
+    if (accept(TokenKind::KwElse)) {
+      if (at(TokenKind::KwIf)) {
+        if (StmtPtr nested = parseIf())
+          stmt->elseBody.push_back(std::move(nested));
+        else
+          return nullptr;
+      } else if (!at(TokenKind::LBrace)) {
+        reportExpected("`{` or `if`");
+        return nullptr;
+      } else {
+        parseBlock(stmt->elseBody, end);
+      }
+    }
     return stmt;
   }
 

@@ -57,6 +57,10 @@ const Type &KernelFacts::typeOf(const ast::Expr &expr) const {
   return it == types.end() ? kInvalid : it->second;
 }
 
+const std::vector<ast::StmtPtr> &KernelFacts::takenBranch(const ast::Stmt &stmt) const {
+  return conditions.at(&stmt) ? stmt.body : stmt.elseBody;
+}
+
 const char *describeSymbolKind(Symbol::Kind kind) {
   switch (kind) {
   case Symbol::Kind::Global: return "a kernel parameter";
@@ -179,13 +183,19 @@ KernelFacts analyzeKernel(const ast::Kernel &kernel, const Specialization &speci
 
 // --- the kernel checker: kernel, names, statements -----------------------------
 
-/// Counts the assignments to each name in `body` and the loops in it.
-static void countAssignments(const std::vector<ast::StmtPtr> &body, std::unordered_map<std::string, int> &counts) {
+void KernelChecker::countAssignments(const std::vector<ast::StmtPtr> &body) {
   for (const ast::StmtPtr &stmt : body) {
-    if (stmt->kind == ast::StmtKind::Assign)
-      ++counts[stmt->name];
-    else if (stmt->kind == ast::StmtKind::For)
-      countAssignments(stmt->body, counts);
+    if (stmt->kind == ast::StmtKind::Assign) {
+      ++assignments_[stmt->name];
+    } else if (stmt->kind == ast::StmtKind::For) {
+      countAssignments(stmt->body);
+    } else if (stmt->kind == ast::StmtKind::If) {
+      std::optional<int64_t> holds = evalConstQuietly(*stmt->exprs[0]);
+      if (!holds || *holds != 0)
+        countAssignments(stmt->body);
+      if (!holds || *holds == 0)
+        countAssignments(stmt->elseBody);
+    }
   }
 }
 
@@ -252,7 +262,7 @@ void KernelChecker::run() {
 
   scopes_.emplace_back();
   scopeOrder_.emplace_back();
-  countAssignments(kernel_.body, assignments_);
+  countAssignments(kernel_.body);
   checkStatements(kernel_.body);
   popScope();
 }
@@ -291,6 +301,7 @@ void KernelChecker::checkStatements(const std::vector<ast::StmtPtr> &body) {
     case ast::StmtKind::Assign: checkAssign(*stmt); break;
     case ast::StmtKind::Store: checkStore(*stmt); break;
     case ast::StmtKind::For: checkFor(*stmt); break;
+    case ast::StmtKind::If: checkIf(*stmt); break;
     }
   }
 }
@@ -447,6 +458,28 @@ void KernelChecker::checkFor(const ast::Stmt &stmt) {
   define(stmt.name, induction);
   checkStatements(stmt.body);
   popScope();
+}
+
+/// `if`: the condition is known under each specialisation, which compiles
+/// the statements of the branch it selects as if they were written in place
+/// of the `if` (the other branch is only parsed, as code for another target
+/// or size may not make sense here).
+void KernelChecker::checkIf(const ast::Stmt &stmt) {
+  const ast::Expr &condition = *stmt.exprs[0];
+  Type type = checkValue(condition);
+  if (type.isInvalid())
+    return;
+  if (!type.isScalar() || (type.elem != ElemType::I32 && type.elem != ElemType::I1)) {
+    report(condition.loc, DiagId::IfNotCondition, describeType(type));
+    return;
+  }
+  std::optional<int64_t> holds = evalConstQuietly(condition);
+  if (!holds) {
+    report(condition.loc, DiagId::IfNotConstant);
+    return;
+  }
+  facts_.conditions[&stmt] = *holds != 0;
+  checkStatements(*holds != 0 ? stmt.body : stmt.elseBody);
 }
 
 } // namespace tkc::sema

@@ -50,6 +50,11 @@ struct KernelFacts {
   int persistent = -1;
   /// The values of `where NAME = e` under this specialisation.
   std::map<std::string, int64_t> derived;
+  /// `if` statements: whether the condition holds under this specialisation.
+  std::unordered_map<const ast::Stmt *, bool> conditions;
+
+  /// The statements of an `if` that this specialisation compiles.
+  const std::vector<ast::StmtPtr> &takenBranch(const ast::Stmt &stmt) const;
 
   const Type &typeOf(const ast::Expr &expr) const;
 };

@@ -19,6 +19,8 @@ namespace tkc {
   TOKEN(KwWhere, "kw_where")                                                                         \
   TOKEN(KwIn, "kw_in")                                                                               \
   TOKEN(KwFor, "kw_for")                                                                             \
+  TOKEN(KwIf, "kw_if")                                                                               \
+  TOKEN(KwElse, "kw_else")                                                                           \
   TOKEN(KwStore, "kw_store")                                                                         \
   TOKEN(KwAtomicAdd, "kw_atomic_add")                                                                \
   TOKEN(KwNew, "kw_new")                                                                             \

@@ -64,15 +64,17 @@ std::optional<OpKind> mathOpKind(const std::string &name) {
   return it->second;
 }
 
-/// Names assigned anywhere in `body` (nested loops included), in order of
-/// first assignment.
-void collectAssignedNames(const std::vector<ast::StmtPtr> &body, std::vector<std::string> &names,
-                          std::set<std::string> &seen) {
+/// Names assigned anywhere in `body` (nested loops and the taken branches
+/// of `if`s included), in order of first assignment.
+void collectAssignedNames(const std::vector<ast::StmtPtr> &body, const sema::KernelFacts &facts,
+                          std::vector<std::string> &names, std::set<std::string> &seen) {
   for (const ast::StmtPtr &stmt : body) {
     if (stmt->kind == ast::StmtKind::Assign && seen.insert(stmt->name).second)
       names.push_back(stmt->name);
     if (stmt->kind == ast::StmtKind::For)
-      collectAssignedNames(stmt->body, names, seen);
+      collectAssignedNames(stmt->body, facts, names, seen);
+    if (stmt->kind == ast::StmtKind::If)
+      collectAssignedNames(facts.takenBranch(*stmt), facts, names, seen);
   }
 }
 
@@ -159,6 +161,7 @@ private:
       case ast::StmtKind::Assign: lowerAssign(*stmt); break;
       case ast::StmtKind::Store: lowerStore(*stmt); break;
       case ast::StmtKind::For: lowerFor(*stmt); break;
+      case ast::StmtKind::If: lowerStatements(facts_.takenBranch(*stmt)); break;
       }
     }
   }
@@ -192,7 +195,7 @@ private:
     // Variables defined before the loop and assigned in it are carried.
     std::vector<std::string> assigned;
     std::set<std::string> seen;
-    collectAssignedNames(stmt.body, assigned, seen);
+    collectAssignedNames(stmt.body, facts_, assigned, seen);
     std::vector<std::string> carried;
     std::vector<ir::Value *> operands{lo, hi, step};
     std::vector<ir::Type> resultTypes;

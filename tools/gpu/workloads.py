@@ -28,8 +28,11 @@ def numel(shape):
 
 
 class Param:
-    def __init__(self, name, dtype, output=False):
-        self.name, self.dtype, self.output = name, dtype, output
+    """A tensor parameter; a scratch output is a work buffer that some
+    targets' kernels write and others ignore, checked against nothing."""
+
+    def __init__(self, name, dtype, output=False, scratch=False):
+        self.name, self.dtype, self.output, self.scratch = name, dtype, output, scratch
 
 
 class Workload:
@@ -268,12 +271,14 @@ class AttnFwd(Workload):
 
 class AttnBwd(Workload):
     """Three launchers of attention_bwd.tk in a row: Delta = rowsum(dO * O),
-    then dK/dV (a block per key tile), then dQ (a block per query tile)."""
+    then dK/dV (a block per key tile), then dQ (a block per query tile).
+    dQacc is the f32 buffer in which the sm_80 code adds dQ up."""
     name = "attn_bwd"
     stem = "attention_bwd"
     params = [Param("Q", "bf16"), Param("K", "bf16"), Param("V", "bf16"), Param("O", "bf16"),
               Param("dO", "bf16"), Param("L", "f32"), Param("Delta", "f32", output=True),
-              Param("dQ", "bf16", output=True), Param("dK", "bf16", output=True), Param("dV", "bf16", output=True)]
+              Param("dQ", "bf16", output=True), Param("dK", "bf16", output=True), Param("dV", "bf16", output=True),
+              Param("dQacc", "f32", output=True, scratch=True)]
     const_names = ["causal"]
     main_output = "dQ"
     peer_names = ["cuDNN", "flash"]
@@ -288,15 +293,15 @@ class AttnBwd(Workload):
     def make_launcher(self, lib):
         from tkc_gpu import SequenceLauncher
         idx = {p.name: i for i, p in enumerate(self.params)}
-        steps = [("attn_bwd_delta", ["O", "dO", "Delta"], []),
-                 ("attn_bwd_dkdv", ["Q", "K", "V", "dO", "L", "Delta", "dK", "dV"], [0]),
-                 ("attn_bwd_dq", ["Q", "K", "V", "dO", "L", "Delta", "dQ"], [0])]
+        steps = [("attn_bwd_delta", ["O", "dO", "Delta", "dQacc"], []),
+                 ("attn_bwd_dkdv", ["Q", "K", "V", "dO", "L", "Delta", "dK", "dV", "dQacc"], [0]),
+                 ("attn_bwd_dq", ["Q", "K", "V", "dO", "L", "Delta", "dQacc", "dQ"], [0])]
         return SequenceLauncher(self.name, [(lib.launcher(k, len(ts), len(cs)), [idx[t] for t in ts], cs)
                                             for k, ts, cs in steps])
 
     def shapes(self, s):
         b, h, n, d = s["B"], s["H"], s["N"], s["D"]
-        big = {x: (b, h, n, d) for x in ("Q", "K", "V", "O", "dO", "dQ", "dK", "dV")}
+        big = {x: (b, h, n, d) for x in ("Q", "K", "V", "O", "dO", "dQ", "dK", "dV", "dQacc")}
         return {**big, "L": (b, h, n), "Delta": (b, h, n)}
 
     def label(self, s):

@@ -92,6 +92,11 @@ public:
   void checkWarps(const ast::Expr &expr);
   void checkStages(const ast::Stmt &stmt);
   void checkPersistent(const ast::Expr &expr);
+  /// A compile-time condition (a comparison, or an integer: nonzero holds)
+  /// under this specialisation; reports `notCondition` at the expression or
+  /// `notConstant` at `constantLoc` otherwise.
+  std::optional<bool> compileTimeCondition(const ast::Expr &expr, DiagId notCondition, DiagId notConstant,
+                                           SourceLocation constantLoc);
   std::optional<int64_t> derivedValue(const ast::WhereParam &where);
   /// A positive compile-time extent (`what` names it in messages).
   std::optional<int64_t> evalExtent(const ast::Expr &expr, const char *what);

@@ -366,19 +366,26 @@ void KernelChecker::checkStages(const ast::Stmt &stmt) {
 /// `persistent(e)`: a condition (or integer, nonzero for yes) evaluated
 /// under each specialisation, like `warps`.
 void KernelChecker::checkPersistent(const ast::Expr &expr) {
+  if (std::optional<bool> yes = compileTimeCondition(expr, DiagId::PersistentNotCondition,
+                                                     DiagId::PersistentNotConstant, kernel_.persistentLoc))
+    facts_.persistent = *yes ? 1 : 0;
+}
+
+std::optional<bool> KernelChecker::compileTimeCondition(const ast::Expr &expr, DiagId notCondition,
+                                                        DiagId notConstant, SourceLocation constantLoc) {
   Type type = checkValue(expr);
   if (type.isInvalid())
-    return;
+    return std::nullopt;
   if (!type.isScalar() || (type.elem != ElemType::I32 && type.elem != ElemType::I1)) {
-    report(expr.loc, DiagId::PersistentNotCondition, describeType(type));
-    return;
+    report(expr.loc, notCondition, describeType(type));
+    return std::nullopt;
   }
   std::optional<int64_t> value = evalConstQuietly(expr);
   if (!value) {
-    report(kernel_.persistentLoc, DiagId::PersistentNotConstant);
-    return;
+    report(constantLoc, notConstant);
+    return std::nullopt;
   }
-  facts_.persistent = *value != 0 ? 1 : 0;
+  return *value != 0;
 }
 
 void KernelChecker::checkAssign(const ast::Stmt &stmt) {
@@ -466,20 +473,12 @@ void KernelChecker::checkFor(const ast::Stmt &stmt) {
 /// or size may not make sense here).
 void KernelChecker::checkIf(const ast::Stmt &stmt) {
   const ast::Expr &condition = *stmt.exprs[0];
-  Type type = checkValue(condition);
-  if (type.isInvalid())
+  std::optional<bool> holds =
+      compileTimeCondition(condition, DiagId::IfNotCondition, DiagId::IfNotConstant, condition.loc);
+  if (!holds)
     return;
-  if (!type.isScalar() || (type.elem != ElemType::I32 && type.elem != ElemType::I1)) {
-    report(condition.loc, DiagId::IfNotCondition, describeType(type));
-    return;
-  }
-  std::optional<int64_t> holds = evalConstQuietly(condition);
-  if (!holds) {
-    report(condition.loc, DiagId::IfNotConstant);
-    return;
-  }
-  facts_.conditions[&stmt] = *holds != 0;
-  checkStatements(*holds != 0 ? stmt.body : stmt.elseBody);
+  facts_.conditions[&stmt] = *holds;
+  checkStatements(*holds ? stmt.body : stmt.elseBody);
 }
 
 } // namespace tkc::sema

@@ -478,7 +478,7 @@ void KernelChecker::checkIf(const ast::Stmt &stmt) {
   if (!holds)
     return;
   facts_.conditions[&stmt] = *holds;
-  checkStatements(*holds ? stmt.body : stmt.elseBody);
+  checkStatements(facts_.takenBranch(stmt));
 }
 
 } // namespace tkc::sema

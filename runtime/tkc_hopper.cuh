@@ -91,6 +91,16 @@ __device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, uint32_t sr
                : "memory");
 }
 
+/// Adds `src` in shared memory to the box at coordinates (c0 innermost, c1)
+/// of the tensor map (the copy engine reads, adds in L2 and writes back), as
+/// part of this thread's current bulk group. Elements outside the tensor are
+/// left alone.
+__device__ __forceinline__ void tma_reduce_add_2d(const CUtensorMap *map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];\n"
+               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(src), "r"(c0), "r"(c1)
+               : "memory");
+}
+
 /// Closes this thread's current group of bulk stores.
 __device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 

@@ -61,6 +61,12 @@ __device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t value) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(value) : "memory");
 }
 
+/// Writes 64 bits (two 32-bit words) to shared memory at the 8-byte aligned
+/// byte address `addr`.
+__device__ __forceinline__ void st_shared_v2_b32(uint32_t addr, uint32_t lo, uint32_t hi) {
+  asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(lo), "r"(hi) : "memory");
+}
+
 // --- shared -> register matrix loads (ldmatrix) ---------------------------------
 
 // Each lane passes the address of one 16-byte row; x4 loads four 8x8

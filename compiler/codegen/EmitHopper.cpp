@@ -228,13 +228,14 @@ void KernelEmitter::closeRoleIssuers() {
 }
 
 /// Every thread writes its accumulator pairs into the staging panels: a
-/// warp's 32 four-byte writes cover eight rows whose chunks the swizzle
-/// spreads over all 32 banks.
+/// warp's 32 writes (four bytes for 16-bit elements, eight for f32) cover
+/// eight rows whose chunks the swizzle spreads over all 32 banks.
 bool KernelEmitter::emitSmemStore(const Op &op) {
   const Value *buf = op.operands[0];
   const Value *value = op.operands[1];
-  if (dtypeBytes(value->type.dtype) != 2)
-    return unsupported(op, "a staged store of 32-bit elements");
+  int64_t elem = dtypeBytes(value->type.dtype);
+  if (elem != 2 && elem != 4)
+    return unsupported(op, "a staged store of these elements");
   Fragment f = fragment(value->type);
   int64_t cols = panelColumns(buf->type), panelBytes = buf->type.shape[0] * kSwizzle128RowBytes;
   int64_t perChunk = 16 / dtypeBytes(value->type.dtype);
@@ -247,16 +248,20 @@ bool KernelEmitter::emitSmemStore(const Op &op) {
   if (window)
     out_.line("if (j < {} || j >= {}) continue;", first / 8, (first + width) / 8);
   out_.line("const int row = {}, col = {}{};", f.row, f.col, first ? fmt::format(" - {}", first) : "");
-  out_.line("tkc::st_shared_b32({} + col / {} * {} + row * {} + ((col % {} / {}) ^ (row % 8)) * 16 + col % {} * {}, "
-            "tkc::pack2({}[x], {}[x + 1]));",
-            name(buf), cols, panelBytes, kSwizzle128RowBytes, cols, perChunk, perChunk, dtypeBytes(value->type.dtype),
-            name(value), name(value));
+  std::string address = fmt::format("{} + col / {} * {} + row * {} + ((col % {} / {}) ^ (row % 8)) * 16 + col % {} * {}",
+                                    name(buf), cols, panelBytes, kSwizzle128RowBytes, cols, perChunk, perChunk, elem);
+  if (elem == 2)
+    out_.line("tkc::st_shared_b32({}, tkc::pack2({}[x], {}[x + 1]));", address, name(value), name(value));
+  else
+    out_.line("tkc::st_shared_v2_b32({}, __float_as_uint({}[x]), __float_as_uint({}[x + 1]));", address, name(value),
+              name(value));
   out_.close();
   return true;
 }
 
 /// One thread of each consumer warpgroup copies the warpgroup's rows of the
-/// staging tile out, a box per panel, and closes them as one bulk group.
+/// staging tile out (or adds them to the tensor, `reduce`), a box per
+/// panel, and closes them as one bulk group.
 bool KernelEmitter::emitTmaStore(const Op &op) {
   const Value *buf = op.operands[0];
   const Value *global = op.operands[1];
@@ -268,8 +273,9 @@ bool KernelEmitter::emitTmaStore(const Op &op) {
   out_.open("if (threadIdx.x % 128 == 0)");
   out_.line("const int rows = warp_m / 4 * {};", kWarpgroupRows);
   for (int64_t p = 0; p < tile.shape[1] / cols; ++p)
-    out_.line("tkc::tma_store_2d(&{}_tmap, {} + {} + rows * {}, {}{}, {} + rows);", name(global), name(buf),
-              p * panelBytes, kSwizzle128RowBytes, col, p ? fmt::format(" + {}", p * cols) : "", row);
+    out_.line("tkc::{}(&{}_tmap, {} + {} + rows * {}, {}{}, {} + rows);",
+              op.hasAttr("reduce") ? "tma_reduce_add_2d" : "tma_store_2d", name(global), name(buf), p * panelBytes,
+              kSwizzle128RowBytes, col, p ? fmt::format(" + {}", p * cols) : "", row);
   out_.line("tkc::bulk_commit_group();");
   out_.close();
   return true;

@@ -186,8 +186,10 @@ void emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const st
   std::vector<std::string> mapArgs;
   for (const TensorMapUse &use : tensorMapsOf(k)) {
     const std::string &n = use.global->nameHint;
-    const char *type = use.global->type.dtype == DType::BF16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
-                                                             : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+    DType dtype = use.global->type.dtype;
+    const char *type = dtype == DType::BF16  ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
+                       : dtype == DType::F32 ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"
+                                             : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
     int bytes = use.global->type.dtype == DType::F32 ? 4 : 2;
     out.line("CUtensorMap {}_tmap;", n);
     size_t rank = use.global->type.dims.size();

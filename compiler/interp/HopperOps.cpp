@@ -341,10 +341,12 @@ Machine::Status Machine::finishStoreRead(Context &ctx, const Op &at, PendingStor
 
 void Machine::writeStore(PendingStore &store) {
   Tensor &t = tensors_[store.global];
-  // Nothing is written past the tensor's end.
+  // Nothing is written past the tensor's end; a reducing copy adds to what
+  // is there (in f32, as L2 does).
+  bool adds = store.op->hasAttr("reduce");
   forSlice(*store.op, t, store.base, static_cast<int64_t>(store.data.size()), [&](int64_t i, int64_t at) {
     if (at >= 0)
-      t.data[at] = roundTo(t.dtype, store.data[i]);
+      t.data[at] = roundTo(t.dtype, adds ? t.data[at] + store.data[i] : store.data[i]);
   });
 }
 

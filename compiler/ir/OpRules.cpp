@@ -307,6 +307,13 @@ std::string checkTmaStore(const Op &op) {
   const Type &global = operandType(op, 1);
   if (!global.isOutput)
     return fmt::format("stores to {}, which is not declared `out`", global.str());
+  if (op.hasAttr("reduce")) {
+    std::string reduce = op.strAttr("reduce");
+    if (reduce != "add")
+      return fmt::format("attribute `reduce` must be \"add\", not \"{}\"", reduce);
+    if (global.dtype != DType::F32)
+      return fmt::format("adds into {}, but bulk additions here are of f32 elements", global.str());
+  }
   return checkAccessSizes(op, global, operandType(op, 0));
 }
 

@@ -17,7 +17,10 @@
 //   warpgroup_barrier
 //   tma_store %slot, %C, %row, %col
 // and after the tile loop, `tma_store_wait {pending = 0, read = 0}` so that
-// no copy is in flight when the block exits.
+// no copy is in flight when the block exits (right after the store when the
+// consumers own a single tile). An accumulating store (atomic_add of an f32
+// tile) goes the same way with `tma_store {reduce = "add"}`: the copy engine
+// adds the slot to the tensor.
 //
 // The staging tile is a buffer of its own, allocated with the pipeline's:
 // `staging_cols` columns as a ring of 64-column slots. The sequence above
@@ -31,6 +34,21 @@ namespace tkc {
 namespace {
 
 using namespace ir;
+
+/// Whether `op` sits in the kernel body inside a consumer role (a kernel
+/// whose consumers own one tile and loop over nothing but K).
+bool inConsumerRole(Kernel &kernel, Op &op) {
+  if (op.parent != &kernel.body)
+    return false;
+  const Op *role = nullptr;
+  for (auto &o : kernel.body.ops) {
+    if (o.get() == &op)
+      return role && role->kind == OpKind::WarpgroupRole && role->strAttr("role") == "consumer";
+    if (o->kind == OpKind::WarpgroupRole || o->kind == OpKind::WarpgroupRoleEnd)
+      role = o.get();
+  }
+  return false;
+}
 
 /// The persistent tile loop of a consumer role that `op` sits in, or null.
 Op *consumerTileLoop(Op &op) {
@@ -48,7 +66,9 @@ Op *consumerTileLoop(Op &op) {
   return role && role->strAttr("role") == "consumer" ? loop : nullptr;
 }
 
-void rewrite(Kernel &kernel, Op &store, Op &tileLoop) {
+/// Rewrites `store`; the drain goes after `tileLoop`, or right after the
+/// store's copies without one.
+void rewrite(Kernel &kernel, Op &store, Op *tileLoop) {
   Value *global = store.operands[0];
   Value *value = store.operands[1];
   std::vector<Value *> offsets(store.operands.begin() + 2, store.operands.end());
@@ -92,12 +112,15 @@ void rewrite(Kernel &kernel, Op &store, Op &tileLoop) {
     operands.insert(operands.end(), offsets.begin(), offsets.end());
     if (first > 0)
       operands.back() = b.value(OpKind::Add, {offsets.back(), b.constInt(first)}, offsets.back()->type);
-    b.create(OpKind::TmaStore, operands, {}, {{"sizes", Attr(slotType.shape)}});
+    std::map<std::string, Attr> attrs{{"sizes", Attr(slotType.shape)}};
+    if (store.hasAttr("accumulate"))
+      attrs["reduce"] = Attr(std::string("add"));
+    b.create(OpKind::TmaStore, operands, {}, attrs);
   }
+  Op &last = tileLoop ? *tileLoop : store;
+  Builder drain(*last.parent, std::next(passes::positionOf(last)));
+  drain.setLoc(last.loc);
   store.parent->ops.erase(passes::positionOf(store));
-
-  Builder drain(*tileLoop.parent, std::next(passes::positionOf(tileLoop)));
-  drain.setLoc(tileLoop.loc);
   drain.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(int64_t(0))}, {"read", Attr(int64_t(0))}});
 }
 
@@ -118,7 +141,9 @@ public:
       });
       for (Op *store : marked) {
         if (Op *loop = consumerTileLoop(*store))
-          rewrite(*kernel, *store, *loop);
+          rewrite(*kernel, *store, loop);
+        else if (inConsumerRole(*kernel, *store))
+          rewrite(*kernel, *store, nullptr);
         else
           store->attrs.erase("epilogue"); // not warp-specialized: an ordinary store
       }

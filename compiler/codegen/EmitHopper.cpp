@@ -19,6 +19,8 @@ using namespace ir;
 namespace {
 /// Rows of a tile that one consumer warpgroup owns.
 constexpr int64_t kWarpgroupRows = 64;
+/// The named barrier at which every warp of a role meets.
+constexpr int kRoleBarrier = 7;
 
 int64_t slotBytes(const Type &t) { return t.numElements() * dtypeBytes(t.dtype); }
 int64_t panelColumns(const Type &t) { return kSwizzle128RowBytes / dtypeBytes(t.dtype); }
@@ -155,7 +157,12 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     out_.line("tkc::fence_proxy_async_shared();");
     return true;
   case OpKind::WarpgroupBarrier:
-    out_.line("tkc::warpgroup_sync(1 + warp / 4);");
+    // Named barriers: 1 + warpgroup for one warpgroup, kRoleBarrier for a
+    // whole role (the consumers), 8 and up for taking turns.
+    if (op.intAttr("all") == 1)
+      out_.line("tkc::named_barrier_sync({}, {});", kRoleBarrier, currentRoleWarpgroups_ * 128);
+    else
+      out_.line("tkc::warpgroup_sync(1 + warp / 4);");
     return true;
   case OpKind::TurnWait:
   case OpKind::TurnPass: {
@@ -210,6 +217,7 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
       roleIssuerOpen_ = true;
     }
     roleWarpgroups_ += count;
+    currentRoleWarpgroups_ = count;
     return true;
   }
   case OpKind::WarpgroupRoleEnd:
@@ -227,6 +235,16 @@ void KernelEmitter::closeRoleIssuers() {
   roleIssuerOpen_ = false;
 }
 
+/// The byte address of element (`row`, `col`) of a #swizzle128 tile at
+/// `base`: its panel of 128-byte rows, and the row's 16-byte chunk XORed
+/// with the row's index within its group of eight.
+std::string KernelEmitter::panelAddress(const std::string &base, const Type &tile) {
+  int64_t elem = dtypeBytes(tile.dtype), cols = panelColumns(tile), perChunk = 16 / elem;
+  int64_t panelBytes = tile.shape[0] * kSwizzle128RowBytes;
+  return fmt::format("{} + col / {} * {} + row * {} + ((col % {} / {}) ^ (row % 8)) * 16 + col % {} * {}", base, cols,
+                     panelBytes, kSwizzle128RowBytes, cols, perChunk, perChunk, elem);
+}
+
 /// Every thread writes its accumulator pairs into the staging panels: a
 /// warp's 32 writes (four bytes for 16-bit elements, eight for f32) cover
 /// eight rows whose chunks the swizzle spreads over all 32 banks.
@@ -237,25 +255,34 @@ bool KernelEmitter::emitSmemStore(const Op &op) {
   if (elem != 2 && elem != 4)
     return unsupported(op, "a staged store of these elements");
   Fragment f = fragment(value->type);
-  int64_t cols = panelColumns(buf->type), panelBytes = buf->type.shape[0] * kSwizzle128RowBytes;
-  int64_t perChunk = 16 / dtypeBytes(value->type.dtype);
   // A window of the tile's columns: accumulator coordinate j is the 8-column
   // chunk, so the window is a range of j, known when the loop is unrolled.
+  // Split by columns, the window is one warpgroup's: the others skip it.
   int64_t first = op.intAttr("first_col", 0), width = buf->type.shape[1];
+  int64_t firstChunk = first / 8; // in the warp's own columns
   bool window = width != value->type.shape[1];
+  const Layout &layout = value->type.layout;
+  bool split = window && layout.warpsN > 1;
+  if (split) {
+    int64_t perGroup = value->type.shape[1] / layout.warpsN;
+    out_.open(fmt::format("if ({} == {})", warpCoords(layout).col, first / perGroup));
+    firstChunk = first % perGroup / 8;
+    window = width != perGroup;
+  }
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += 2)", f.count()));
   out_.line("{}", f.decompose("x", f.row + " " + f.col + (window ? " j" : "")));
   if (window)
-    out_.line("if (j < {} || j >= {}) continue;", first / 8, (first + width) / 8);
+    out_.line("if (j < {} || j >= {}) continue;", firstChunk, firstChunk + width / 8);
   out_.line("const int row = {}, col = {}{};", f.row, f.col, first ? fmt::format(" - {}", first) : "");
-  std::string address = fmt::format("{} + col / {} * {} + row * {} + ((col % {} / {}) ^ (row % 8)) * 16 + col % {} * {}",
-                                    name(buf), cols, panelBytes, kSwizzle128RowBytes, cols, perChunk, perChunk, elem);
+  std::string address = panelAddress(name(buf), buf->type);
   if (elem == 2)
     out_.line("tkc::st_shared_b32({}, tkc::pack2({}[x], {}[x + 1]));", address, name(value), name(value));
   else
     out_.line("tkc::st_shared_v2_b32({}, __float_as_uint({}[x]), __float_as_uint({}[x + 1]));", address, name(value),
               name(value));
   out_.close();
+  if (split)
+    out_.close();
   return true;
 }
 
@@ -266,16 +293,31 @@ bool KernelEmitter::emitTmaStore(const Op &op) {
   const Value *buf = op.operands[0];
   const Value *global = op.operands[1];
   const Type &tile = buf->type;
-  if (global->type.dims.size() != 2)
+  size_t rank = global->type.dims.size();
+  if (rank < 2 || rank > 5 || op.operands.size() != 2 + rank)
     return unsupported(op, "a bulk tensor store of this tile");
-  std::string row = scalar(op.operands[2]), col = scalar(op.operands[3]);
+  // Coordinates innermost first: the column (per panel), the warpgroup's
+  // first row, then the outer indices.
+  std::vector<std::string> coords;
+  for (size_t d = rank; d-- > 0;)
+    coords.push_back(scalar(op.operands[2 + d]));
   int64_t cols = panelColumns(tile), panelBytes = tile.shape[0] * kSwizzle128RowBytes;
-  out_.open("if (threadIdx.x % 128 == 0)");
-  out_.line("const int rows = warp_m / 4 * {};", kWarpgroupRows);
-  for (int64_t p = 0; p < tile.shape[1] / cols; ++p)
-    out_.line("tkc::{}(&{}_tmap, {} + {} + rows * {}, {}{}, {} + rows);",
-              op.hasAttr("reduce") ? "tma_reduce_add_2d" : "tma_store_2d", name(global), name(buf), p * panelBytes,
-              kSwizzle128RowBytes, col, p ? fmt::format(" + {}", p * cols) : "", row);
+  // A tile split by columns: the warpgroup that wrote the slot copies all
+  // of its rows.
+  if (op.hasAttr("warpgroup")) {
+    out_.open(fmt::format("if (threadIdx.x % 128 == 0 && warp_m / 4 == {})", op.intAttr("warpgroup")));
+    out_.line("const int rows = 0;");
+  } else {
+    out_.open("if (threadIdx.x % 128 == 0)");
+    out_.line("const int rows = warp_m / 4 * {};", kWarpgroupRows);
+  }
+  for (int64_t p = 0; p < tile.shape[1] / cols; ++p) {
+    std::string args = coords[0] + (p ? fmt::format(" + {}", p * cols) : "") + ", " + coords[1] + " + rows";
+    for (size_t d = 2; d < rank; ++d)
+      args += ", " + coords[d];
+    out_.line("tkc::{}_{}d(&{}_tmap, {} + {} + rows * {}, {});", op.hasAttr("reduce") ? "tma_reduce_add" : "tma_store",
+              rank, name(global), name(buf), p * panelBytes, kSwizzle128RowBytes, args);
+  }
   out_.line("tkc::bulk_commit_group();");
   out_.close();
   return true;
@@ -293,12 +335,15 @@ bool KernelEmitter::emitWgmma(const Op &op) {
   const Type &acc = op.result()->type;
   bool transB = op.intAttr("trans_b") != 0;
   bool aInRegisters = a->type.isRegister() && a->type.layout.kind == LayoutKind::OperandA;
+  // Split by columns (#acc<4xW>), warpgroup w multiplies all 64 rows by its
+  // W-th of B's columns.
+  bool byColumns = acc.layout.warpsN > 1;
   if ((!aInRegisters && a->type.layout.kind != LayoutKind::Swizzle128) ||
-      b->type.layout.kind != LayoutKind::Swizzle128 || acc.layout.kind != LayoutKind::Acc || acc.layout.warpsN != 1 ||
-      acc.shape[0] != 16 * acc.layout.warpsM)
+      b->type.layout.kind != LayoutKind::Swizzle128 || acc.layout.kind != LayoutKind::Acc ||
+      acc.shape[0] != 16 * acc.layout.warpsM || (byColumns && (acc.layout.warpsM != 4 || aInRegisters)))
     return unsupported(op, "wgmma on these operands");
   bool transA = !aInRegisters && op.intAttr("trans_a") != 0;
-  int64_t n = acc.shape[1], k = a->type.shape[transA ? 0 : 1];
+  int64_t n = acc.shape[1] / acc.layout.warpsN, k = a->type.shape[transA ? 0 : 1];
   const char *type = a->type.dtype == DType::BF16 ? "bf16" : "f16";
   int64_t elem = dtypeBytes(a->type.dtype);
   int64_t perPanel = kSwizzle128RowBytes / elem / 16; // k16 steps in one panel row
@@ -318,19 +363,33 @@ bool KernelEmitter::emitWgmma(const Op &op) {
     out_.open(fmt::format("if ({})", scalar(op.operands[3])));
   else
     out_.open("");
+  // The warpgroup's first column of B: its rows of a K-major [N, K] tile,
+  // or in an N-major [K, N] tile its panel and the byte offset in the
+  // panel's rows (the swizzle follows the address bits, so a start inside
+  // a 128-byte row reads on from there).
+  std::string bBase = name(b);
+  if (byColumns) {
+    std::string first = fmt::format("(warp_m / 4) * {}", n);
+    bBase = transB ? fmt::format("{} + {} * {}", name(b), first, kSwizzle128RowBytes)
+                   : fmt::format("{} + {} / {} * {} + {} % {} * {}", name(b), first, perPanel * 16, k * kSwizzle128RowBytes,
+                                 first, perPanel * 16, elem);
+  }
   std::string stepB;
   if (transB) {
-    out_.line("const uint64_t b_desc = tkc::wgmma_desc_sw128({}, 16, 1024);", name(b));
+    out_.line("const uint64_t b_desc = tkc::wgmma_desc_sw128({}, 16, 1024);", bBase);
     stepB = kMajorStep(b->type.shape[0]);
   } else {
-    out_.line("const uint64_t b_desc = tkc::wgmma_desc_sw128({}, {}, 1024);", name(b), k * kSwizzle128RowBytes);
+    out_.line("const uint64_t b_desc = tkc::wgmma_desc_sw128({}, {}, 1024);", bBase, k * kSwizzle128RowBytes);
     stepB = fmt::format("kk * {}", 16 * kSwizzle128RowBytes);
   }
+  // The warpgroup's 64 rows of A (all warpgroups share them when split by
+  // columns).
+  std::string rowBlock = byColumns ? "0" : "(warp_m / 4)";
   if (transA) // M-major: the warpgroup's 64 rows of M are one panel of k rows
-    out_.line("const uint64_t a_desc = tkc::wgmma_desc_sw128({} + (warp_m / 4) * {}, {}, 1024);", name(a),
+    out_.line("const uint64_t a_desc = tkc::wgmma_desc_sw128({} + {} * {}, {}, 1024);", name(a), rowBlock,
               k * kSwizzle128RowBytes, k * kSwizzle128RowBytes);
   else if (!aInRegisters)
-    out_.line("const uint64_t a_desc = tkc::wgmma_desc_sw128({} + (warp_m / 4) * {}, 16, 1024);", name(a),
+    out_.line("const uint64_t a_desc = tkc::wgmma_desc_sw128({} + {} * {}, 16, 1024);", name(a), rowBlock,
               64 * kSwizzle128RowBytes);
   out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", k / 16));
   std::string descB = fmt::format("tkc::wgmma_desc_advance(b_desc, {})", stepB);

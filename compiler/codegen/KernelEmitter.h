@@ -128,7 +128,9 @@ private:
   void addTensorMapParams(std::vector<std::string> &params);
   std::string barrierAddress(const ir::Value *bars, const std::string &iteration);
   void closeRoleIssuers();
+  std::string panelAddress(const std::string &base, const ir::Type &tile);
   int roleWarpgroups_ = 0;      ///< warpgroups given a role so far
+  int currentRoleWarpgroups_ = 0; ///< warpgroups of the role being emitted
   bool roleIssuerOpen_ = false; ///< inside a role's single-thread block
   bool alignmentChecked_ = false;
 

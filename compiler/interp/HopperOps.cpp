@@ -295,7 +295,7 @@ Machine::Status Machine::execTmaStore(Context &ctx, const Op &op) {
                   mnemonicOf(staging.writer->kind), "wrote");
     // The async proxy sees ordinary writes only after fence.proxy.async.
     if (staging.writtenAt >= ctx.lastProxyFence)
-      return fail(op, DiagId::InterpMissingProxyFence, name, mnemonicOf(staging.writer->kind));
+      return fail(op, DiagId::InterpMissingProxyFence, "tma_store", name, mnemonicOf(staging.writer->kind));
   }
   PendingStore store;
   store.op = &op;
@@ -378,8 +378,10 @@ Machine::Status Machine::execWgmma(Context &ctx, const Op &op) {
     return fail(op, DiagId::InterpMalformedOp, "wgmma",
                 "it needs tiles a [M, K] (or [K, M] with `trans_a`), b [K, N] (or [N, K] with `trans_b`) and an "
                 "accumulator [M, N]");
-  // Each warpgroup of the role computes 64 rows.
-  if (type.shape[0] != 64 * ctx.warpgroups())
+  // Each warpgroup of the role computes 64 rows, or all 64 rows and a
+  // share of the columns (#acc<4xG> over G warpgroups).
+  int64_t rowBlocks = type.layout.warpsN > 1 && type.layout.warpsN == ctx.warpgroups() ? 1 : ctx.warpgroups();
+  if (type.shape[0] != 64 * rowBlocks)
     return fail(op, DiagId::InterpWgmmaRows, type.shape[0], ctx.what(), ctx.warpgroups());
   // wgmma.fence orders earlier register writes before the asynchronous
   // reads; only a chain of wgmma on one accumulator needs none.
@@ -389,6 +391,19 @@ Machine::Status Machine::execWgmma(Context &ctx, const Op &op) {
       continue;
     if (ctx.lastFence == 0 || r.writtenAt >= ctx.lastFence)
       return fail(op, DiagId::InterpMissingWgmmaFence, nameOf(op.operands[i]));
+  }
+  // A shared tile the threads wrote (a staged operand): wgmma reads it
+  // through the async proxy, after a fence, and after a barrier since every
+  // thread's writes.
+  for (size_t i : {size_t(0), size_t(1)}) {
+    RValue &r = get(ctx, op.operands[i]);
+    if (!r.smemWrite)
+      continue;
+    if (r.writtenAt >= ctx.lastProxyFence)
+      return fail(op, DiagId::InterpMissingProxyFence, "wgmma", nameOf(op.operands[i]),
+                  mnemonicOf(op.operands[i]->definingOp->kind));
+    if (genericRead(ctx, op, op.operands[i], r) == Status::Failed)
+      return Status::Failed;
   }
   PendingWgmma w;
   w.op = &op;

@@ -307,6 +307,8 @@ std::string checkTmaStore(const Op &op) {
   const Type &global = operandType(op, 1);
   if (!global.isOutput)
     return fmt::format("stores to {}, which is not declared `out`", global.str());
+  if (auto error = checkIntAttr(op, "warpgroup", Presence::Optional, 0, 3); !error.empty())
+    return error;
   if (op.hasAttr("reduce")) {
     std::string reduce = op.strAttr("reduce");
     if (reduce != "add")
@@ -566,8 +568,11 @@ std::string checkOpRules(const Op &op) {
   case OpKind::AsyncCommit:
   case OpKind::Barrier:
   case OpKind::FenceProxyAsync:
-  case OpKind::WarpgroupBarrier:
     return checkCounts(op, 0, 0);
+  case OpKind::WarpgroupBarrier:
+    if (auto error = checkCounts(op, 0, 0); !error.empty())
+      return error;
+    return checkIntAttr(op, "all", Presence::Optional, 0, 1);
   case OpKind::SmemStore: return checkSmemStore(op);
   case OpKind::TmaStore: return checkTmaStore(op);
   case OpKind::TmaStoreWait:

@@ -49,7 +49,10 @@ enum class MemSpace { Unplaced, Register, Shared };
 /// On sm_90a the accumulator of wgmma uses Acc: a warpgroup's 64 x N wgmma
 /// accumulator gives each of its warps 16 rows with exactly the register
 /// order of mma.sync m16n8k16 accumulators, so #acc<Wx1> over the W
-/// consumer warps describes it.
+/// consumer warps describes it. A product that the consumer warpgroups
+/// split by columns (64 rows, each warpgroup a G-th of the columns) is
+/// #acc<4xG>, its warps numbered warpgroup by warpgroup (warp w at row
+/// w % 4, column w / 4) where elsewhere they go row by row.
 enum class LayoutKind { None, Acc, OperandA, AccRow, AccCol, Strip, StripRow, StripCol, Swizzle, Swizzle128, Mbarrier };
 
 /// Bytes of one row of a Swizzle128 panel (the swizzle's span).

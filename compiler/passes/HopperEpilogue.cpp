@@ -17,10 +17,11 @@
 //   warpgroup_barrier
 //   tma_store %slot, %C, %row, %col
 // and after the tile loop, `tma_store_wait {pending = 0, read = 0}` so that
-// no copy is in flight when the block exits (right after the store when the
-// consumers own a single tile). An accumulating store (atomic_add of an f32
-// tile) goes the same way with `tma_store {reduce = "add"}`: the copy engine
-// adds the slot to the tensor.
+// no copy is in flight when the block exits (after the consumers' loop over
+// K for a store in it, right after the store when the consumers own a single
+// tile). An accumulating store (atomic_add of an f32 tile) goes the same way
+// with `tma_store {reduce = "add"}`: the copy engine adds the slot to the
+// tensor.
 //
 // The staging tile is a buffer of its own, allocated with the pipeline's:
 // `staging_cols` columns as a ring of 64-column slots. The sequence above
@@ -35,40 +36,27 @@ namespace {
 
 using namespace ir;
 
-/// Whether `op` sits in the kernel body inside a consumer role (a kernel
-/// whose consumers own one tile and loop over nothing but K).
-bool inConsumerRole(Kernel &kernel, Op &op) {
-  if (op.parent != &kernel.body)
-    return false;
+/// Where the copies of `store` are drained: after the op of the kernel body
+/// that holds it (a persistent tile loop, the consumers' loop over K) or
+/// after the store itself, when that sits in a consumer role; else null.
+Op *drainPoint(Kernel &kernel, Op &store) {
+  Op *top = &store;
+  while (top->parent && top->parent->parentOp)
+    top = top->parent->parentOp;
+  if (top->parent != &kernel.body)
+    return nullptr;
   const Op *role = nullptr;
   for (auto &o : kernel.body.ops) {
-    if (o.get() == &op)
-      return role && role->kind == OpKind::WarpgroupRole && role->strAttr("role") == "consumer";
+    if (o.get() == top)
+      return role && role->kind == OpKind::WarpgroupRole && role->strAttr("role") == "consumer" ? top : nullptr;
     if (o->kind == OpKind::WarpgroupRole || o->kind == OpKind::WarpgroupRoleEnd)
       role = o.get();
   }
-  return false;
+  return nullptr;
 }
 
-/// The persistent tile loop of a consumer role that `op` sits in, or null.
-Op *consumerTileLoop(Op &op) {
-  Op *loop = op.parent ? op.parent->parentOp : nullptr;
-  if (!loop || loop->kind != OpKind::For || !loop->hasAttr("persistent"))
-    return nullptr;
-  Block *roles = loop->parent;
-  const Op *role = nullptr;
-  for (auto &o : roles->ops) {
-    if (o.get() == loop)
-      break;
-    if (o->kind == OpKind::WarpgroupRole)
-      role = o.get();
-  }
-  return role && role->strAttr("role") == "consumer" ? loop : nullptr;
-}
-
-/// Rewrites `store`; the drain goes after `tileLoop`, or right after the
-/// store's copies without one.
-void rewrite(Kernel &kernel, Op &store, Op *tileLoop) {
+/// Rewrites `store`; the drain goes after `last` (see drainPoint).
+void rewrite(Kernel &kernel, Op &store, Op &last) {
   Value *global = store.operands[0];
   Value *value = store.operands[1];
   std::vector<Value *> offsets(store.operands.begin() + 2, store.operands.end());
@@ -112,12 +100,19 @@ void rewrite(Kernel &kernel, Op &store, Op *tileLoop) {
     operands.insert(operands.end(), offsets.begin(), offsets.end());
     if (first > 0)
       operands.back() = b.value(OpKind::Add, {offsets.back(), b.constInt(first)}, offsets.back()->type);
-    std::map<std::string, Attr> attrs{{"sizes", Attr(slotType.shape)}};
+    // The box: the slot, in the last two dims of the tensor.
+    std::vector<int64_t> sizes = store.listAttr("sizes");
+    sizes[sizes.size() - 2] = slotType.shape[0];
+    sizes[sizes.size() - 1] = slotType.shape[1];
+    std::map<std::string, Attr> attrs{{"sizes", Attr(sizes)}};
     if (store.hasAttr("accumulate"))
       attrs["reduce"] = Attr(std::string("add"));
+    // Split by columns (#acc<4xW>), the window is one warpgroup's to copy.
+    const Layout &layout = value->type.layout;
+    if (layout.warpsN > 1)
+      attrs["warpgroup"] = Attr(first / (value->type.shape[1] / layout.warpsN));
     b.create(OpKind::TmaStore, operands, {}, attrs);
   }
-  Op &last = tileLoop ? *tileLoop : store;
   Builder drain(*last.parent, std::next(passes::positionOf(last)));
   drain.setLoc(last.loc);
   store.parent->ops.erase(passes::positionOf(store));
@@ -140,10 +135,8 @@ public:
           marked.push_back(&op);
       });
       for (Op *store : marked) {
-        if (Op *loop = consumerTileLoop(*store))
-          rewrite(*kernel, *store, loop);
-        else if (inConsumerRole(*kernel, *store))
-          rewrite(*kernel, *store, nullptr);
+        if (Op *last = drainPoint(*kernel, *store))
+          rewrite(*kernel, *store, *last);
         else
           store->attrs.erase("epilogue"); // not warp-specialized: an ordinary store
       }

@@ -30,7 +30,13 @@
 // memory (no conversion to registers), vectors loaded in the loop go
 // straight to the consumers' registers, and the kernel gains the producer
 // warpgroup and `hopper_stages`. With a single consumer warpgroup the stages
-// are sized so that two blocks share a multiprocessor.
+// are sized so that two blocks share a multiprocessor. Such a loop may also
+// stage a register tile in shared memory for a product that reads it
+// transposed (a `convert` to #swizzle128, written by the consumers), read a
+// B operand loaded before the loop, split a product of 64 rows between the
+// consumer warpgroups by columns (#acc<4xG>), and add a product's f32
+// result to a tensor in every iteration through the bulk copy engine
+// (marked like the epilogue's store).
 //
 // Kernels with anything else (strips, other layouts, other products) are
 // left to the sm_80 path.
@@ -173,17 +179,24 @@ bool onlyAccumulatorLayouts(Kernel &kernel) {
 
 /// A pipelined loop of several products with work between them, such as
 /// attention's: every `mma` of the kernel sits directly in it, each with
-/// its B operand a 16-bit shared tile loaded in the loop (`streamed`) and
-/// its A operand either registers in the A-fragment layout, a shared tile
-/// loaded in the loop, or a shared tile loaded once before the loop and
-/// converted to registers (`resident`: wgmma reads it from shared memory
-/// instead). Every register tile must already give each warp 16 rows, the
-/// rows a warp holds in a wgmma warpgroup.
+/// its B operand a 16-bit shared tile loaded in the loop (`streamed`) or
+/// once before it (`resident`), and its A operand either registers in the
+/// A-fragment layout, a shared tile loaded in the loop, a shared tile
+/// loaded once before the loop and converted to registers (`resident`:
+/// wgmma reads it from shared memory instead), or a register tile the
+/// consumers write to shared memory in the loop and the product reads
+/// transposed (`staged`: attention backward's dS^T for dQ = dS K). Every
+/// register tile must already give each warp 16 rows, the rows a warp holds
+/// in a wgmma warpgroup. Accumulating stores of a product's f32 result in
+/// the loop (`adds`: dQ's share of each iteration) go out through the bulk
+/// copy engine's additions.
 struct FusedLoop {
   Op *loop = nullptr;
   std::vector<Op *> mmas;
   std::vector<Op *> streamed;
   std::vector<Op *> resident;
+  std::vector<Op *> staged;
+  std::vector<Op *> adds;
   int warps = 0;
 };
 
@@ -191,13 +204,60 @@ bool isSixteenBitTile(const Type &t) {
   return t.shape.size() == 2 && (t.dtype == DType::BF16 || t.dtype == DType::F16);
 }
 
-/// Whether every use of `v` in the kernel is as an operand of an `mma`.
-bool onlyFeedsMmas(Kernel &kernel, Value *v) {
+/// Whether every use of `v` in the kernel is as an operand of an `mma`, or
+/// (`viaConversions`) of a conversion to registers that only feeds them.
+bool onlyFeedsMmas(Kernel &kernel, Value *v, bool viaConversions = false) {
   bool ok = true;
   walk(kernel.body, [&](Op &op) {
-    for (Value *operand : op.operands)
-      if (operand == v && op.kind != OpKind::Mma)
+    for (Value *operand : op.operands) {
+      if (operand != v || op.kind == OpKind::Mma)
+        continue;
+      bool conversion = viaConversions && op.kind == OpKind::Convert && op.result()->type.isRegister() &&
+                        onlyFeedsMmas(kernel, op.result());
+      if (!conversion)
         ok = false;
+    }
+  });
+  return ok;
+}
+
+/// An accumulating store in the loop body that the bulk copy engine can
+/// add: the whole f32 result of a product in the loop, to a tensor of 2 to
+/// 5 dims whose last two the tile spans, in 128-byte panels of 64-row
+/// boxes.
+bool isBulkAddition(const Op &store, const Block &body) {
+  const Value *value = store.operands[1];
+  const Op *def = value->definingOp;
+  const Type &t = value->type;
+  const Type &global = store.operands[0]->type;
+  auto sizes = store.listAttr("sizes");
+  size_t rank = global.dims.size();
+  if (!def || def->kind != OpKind::Mma || def->parent != &body || t.dtype != DType::F32 || t.shape.size() != 2 ||
+      rank < 2 || rank > 5 || sizes.size() != rank)
+    return false;
+  if (sizes[rank - 2] != t.shape[0] || sizes[rank - 1] != t.shape[1] ||
+      !std::all_of(sizes.begin(), sizes.end() - 2, [](int64_t s) { return s == 0; }))
+    return false;
+  return t.shape[0] % 64 == 0 && t.shape[1] % (kSwizzle128RowBytes / 4) == 0;
+}
+
+/// Whether `v` is a fresh product's zero accumulator or its result, to be
+/// split by columns: 64 rows in a kernel of more warps, only ever feeding
+/// that product and an accumulating store.
+bool splitByColumns(Kernel &kernel, Value *v) {
+  const Type &t = v->type;
+  if (t.layout.kind != LayoutKind::Acc || t.shape.size() != 2 || t.shape[0] != 64 ||
+      t.layout.warpsM * t.layout.warpsN <= 4 || t.dtype != DType::F32)
+    return false;
+  Op *def = v->definingOp;
+  bool ok = def && (def->kind == OpKind::Mma || (def->kind == OpKind::Fill && def->operands.empty()));
+  walk(kernel.body, [&](Op &op) {
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      if (op.operands[i] == v) {
+        bool product = op.kind == OpKind::Mma && i == 2 && def->kind == OpKind::Fill;
+        bool addition = op.kind == OpKind::Store && i == 1 && op.hasAttr("accumulate") && def->kind == OpKind::Mma;
+        ok &= product || addition;
+      }
   });
   return ok;
 }
@@ -211,7 +271,7 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
       ++mmas;
     for (auto &r : op.results) {
       const Type &t = r->type;
-      if (!t.isRegister() || t.isScalar())
+      if (!t.isRegister() || t.isScalar() || splitByColumns(kernel, r.get()))
         continue;
       bool family = t.layout.kind == LayoutKind::Acc || t.layout.kind == LayoutKind::AccRow ||
                     t.layout.kind == LayoutKind::OperandA || t.layout.kind == LayoutKind::AccCol;
@@ -247,25 +307,61 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
   // Vectors loaded in the loop straight into registers (attention
   // backward's per-query statistics) stay with the consumers.
   auto vectorLoad = [](Value *v) { return v->type.isRegister() && v->type.shape.size() == 1; };
+  // A shared tile loaded once before the loop, read by the products from
+  // there.
+  auto residentLoad = [&](Value *v) {
+    Op *def = v->definingOp;
+    return def && def->kind == OpKind::Load && def->parent == &kernel.body && v->type.isShared() &&
+           isSixteenBitTile(v->type) && v->type.shape[1] % 64 == 0;
+  };
+  auto addResident = [&](Op *load) {
+    if (std::find(f.resident.begin(), f.resident.end(), load) == f.resident.end())
+      f.resident.push_back(load);
+  };
   for (auto &op : body.ops) {
+    if (op->kind == OpKind::Store && op->hasAttr("accumulate")) {
+      if (!isBulkAddition(*op, body))
+        return std::nullopt;
+      f.adds.push_back(op.get());
+      continue;
+    }
     if (op->kind != OpKind::Mma) {
       if (op->kind == OpKind::Load && !inLoopLoad(op->result()) && !vectorLoad(op->result()))
         return std::nullopt;
       continue;
     }
-    // A transposed A operand is left to the sm_80 code.
-    if (op->intAttr("trans_a"))
-      return std::nullopt;
     f.mmas.push_back(op.get());
     Value *a = op->operands[0], *b = op->operands[1];
     const Type &acc = op->result()->type;
     int64_t n = acc.shape[1];
     bool transB = op->intAttr("trans_b") != 0;
-    if (acc.dtype != DType::F32 || !isWgmmaWidth(n) || !inLoopLoad(b))
+    bool residentB = residentLoad(b) && onlyFeedsMmas(kernel, b, /*viaConversions=*/true);
+    // Split by columns, each consumer warpgroup computes n / warpgroups
+    // of them.
+    bool byColumns = splitByColumns(kernel, op->result());
+    if (byColumns && acc.layout.warpsM * acc.layout.warpsN != f.warps)
+      return std::nullopt;
+    int64_t groups = byColumns ? f.warps / 4 : 1;
+    if (acc.dtype != DType::F32 || n % groups != 0 || !isWgmmaWidth(n / groups) || !(inLoopLoad(b) || residentB))
+      return std::nullopt;
+    if (byColumns && (n / groups) % (kSwizzle128RowBytes / 4) != 0) // a bulk addition's window, one warpgroup's
       return std::nullopt;
     int64_t k = transB ? b->type.shape[1] : b->type.shape[0];
     if (transB ? (b->type.shape[0] != n || k % 64 != 0) : (b->type.shape[1] != n || k % 16 != 0 || n % 64 != 0))
       return std::nullopt;
+    if (residentB)
+      addResident(b->definingOp);
+    if (op->intAttr("trans_a")) {
+      // Transposed, A must be a tile the consumers stage: [K, M] with each
+      // consumer warpgroup's 64 columns of M one panel.
+      Op *convert = a->definingOp;
+      if (!convert || convert->kind != OpKind::Convert || convert->parent != &body || !a->type.isShared() ||
+          !isSixteenBitTile(a->type) || !convert->operands[0]->type.isRegister() ||
+          a->type.shape[1] != acc.shape[0] || a->type.shape[0] != k || k % 16 != 0)
+        return std::nullopt;
+      f.staged.push_back(convert);
+      continue;
+    }
     if (a->type.isRegister()) {
       if (a->type.layout.kind != LayoutKind::OperandA)
         return std::nullopt;
@@ -274,16 +370,14 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
       Value *src = convert && convert->kind == OpKind::Convert ? convert->operands[0] : nullptr;
       if (src && src->type.isShared() && src->definingOp && src->definingOp->kind == OpKind::Load &&
           src->definingOp->parent == &kernel.body) {
-        if (!isSixteenBitTile(src->type) || src->type.shape[1] % 64 != 0)
+        if (!residentLoad(src))
           return std::nullopt;
-        if (std::find(f.resident.begin(), f.resident.end(), src->definingOp) == f.resident.end())
-          f.resident.push_back(src->definingOp);
+        addResident(src->definingOp);
       }
     } else if (a->definingOp && a->definingOp->kind == OpKind::Load && a->definingOp->parent == &kernel.body) {
-      if (!a->type.isShared() || !isSixteenBitTile(a->type) || a->type.shape[1] % 64 != 0)
+      if (!residentLoad(a))
         return std::nullopt;
-      if (std::find(f.resident.begin(), f.resident.end(), a->definingOp) == f.resident.end())
-        f.resident.push_back(a->definingOp);
+      addResident(a->definingOp);
     } else if (!inLoopLoad(a) || a->type.shape[1] % 64 != 0) {
       return std::nullopt;
     }
@@ -405,6 +499,25 @@ private:
         else
           ++it;
       }
+    // Products of 64 rows go to the consumer warpgroups by columns.
+    walk(kernel.body, [&](Op &op) {
+      for (auto &r : op.results)
+        if (r->type.isRegister() && splitByColumns(kernel, r.get()))
+          r->type.layout = {LayoutKind::Acc, 4, f.warps / 4};
+    });
+    // Staged tiles: written by the consumers, read by wgmma as M-major
+    // panels.
+    for (Op *convert : f.staged) {
+      convert->result()->type.layout = {LayoutKind::Swizzle128, 1, 1};
+      residentBytes += passes::sharedBufferBytes(convert->result()->type);
+    }
+    // Each addition goes out through a staging tile of its own, whole.
+    for (Op *store : f.adds) {
+      const Type &tile = store->operands[1]->type;
+      store->attrs["epilogue"] = Attr(std::string("tma"));
+      store->attrs["staging_cols"] = Attr(tile.shape[1]);
+      residentBytes += tile.numElements() * dtypeBytes(tile.dtype);
+    }
     kernel.warps = f.warps + 4;
 
     int64_t stageBytes = 0;

@@ -195,9 +195,26 @@ private:
     }
   }
 
-  /// Replaces `mma` by fence, wgmma, commit; returns the wgmma's result.
+  /// Replaces `mma` by fence, wgmma, commit; returns the wgmma's result. A
+  /// transposed A operand that the consumers write to shared memory in the
+  /// loop (staged) is written between two barriers of the whole consumer
+  /// role: the first waits until every warpgroup's product of the previous
+  /// iteration has read the tile (each waits for its product before the
+  /// next iteration), the second until every warpgroup has written its rows,
+  /// after a proxy fence that shows the writes to wgmma.
   Value *issue(Op &mma) {
     Block &body = *loop_.body;
+    Op *staged = mma.operands[0]->definingOp;
+    if (staged && staged->kind == OpKind::Convert && staged->parent == &body && mma.operands[0]->type.isShared()) {
+      std::map<std::string, Attr> all{{"all", Attr(int64_t(1))}};
+      Builder before(body, passes::positionOf(*staged));
+      before.setLoc(staged->loc);
+      before.create(OpKind::WarpgroupBarrier, {}, {}, all);
+      Builder after(body, std::next(passes::positionOf(*staged)));
+      after.setLoc(staged->loc);
+      after.create(OpKind::FenceProxyAsync, {}, {});
+      after.create(OpKind::WarpgroupBarrier, {}, {}, all);
+    }
     Builder at(body, passes::positionOf(mma));
     at.setLoc(mma.loc);
     at.create(OpKind::WgmmaFence, {}, {});

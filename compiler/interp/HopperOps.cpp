@@ -309,15 +309,34 @@ Machine::Status Machine::execTmaStore(Context &ctx, const Op &op) {
 }
 
 Machine::Status Machine::execTmaStoreWait(Context &ctx, const Op &op) {
+  // Bulk groups belong to the thread that commits them: one thread of each
+  // warpgroup issues the warpgroup's copies (a store with `warpgroup = w`,
+  // only warpgroup w's) and waits for all but its newest `pending`. A store
+  // is waited out once every warpgroup that issued it has.
   size_t pending = static_cast<size_t>(std::max<int64_t>(op.intAttr("pending"), 0));
-  for (size_t i = 0; i + pending < ctx.stores.size(); ++i)
-    if (!ctx.stores[i].readDone && finishStoreRead(ctx, op, ctx.stores[i]) == Status::Failed)
+  std::vector<int> waiters(ctx.stores.size(), 0), issuers(ctx.stores.size(), 0);
+  for (int64_t group = 0; group < ctx.warpgroups(); ++group) {
+    std::vector<size_t> own;
+    for (size_t i = 0; i < ctx.stores.size(); ++i)
+      if (!ctx.stores[i].op->hasAttr("warpgroup") || ctx.stores[i].op->intAttr("warpgroup") == group)
+        own.push_back(i);
+    for (size_t i : own)
+      ++issuers[i];
+    for (size_t n = 0; n + pending < own.size(); ++n)
+      ++waiters[own[n]];
+  }
+  std::deque<PendingStore> left;
+  for (size_t i = 0; i < ctx.stores.size(); ++i) {
+    PendingStore &store = ctx.stores[i];
+    bool done = waiters[i] == issuers[i];
+    if (done && !store.readDone && finishStoreRead(ctx, op, store) == Status::Failed)
       return Status::Failed;
-  if (op.intAttr("read") == 0)
-    while (ctx.stores.size() > pending) {
-      writeStore(ctx.stores.front());
-      ctx.stores.pop_front();
-    }
+    if (done && op.intAttr("read") == 0)
+      writeStore(store);
+    else
+      left.push_back(std::move(store));
+  }
+  ctx.stores = std::move(left);
   return Status::Next;
 }
 

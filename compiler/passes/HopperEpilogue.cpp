@@ -83,6 +83,13 @@ void rewrite(Kernel &kernel, Op &store, Op &last) {
   Value *staging = alloc.value(OpKind::SmemAlloc, {}, stagingType);
   staging->nameHint = "c_stage";
 
+  // A warpgroup waits for its own copies: all windows' when every
+  // warpgroup copies its rows of each, only its own windows' when the tile
+  // is split by columns (with a slot per window, so that the warpgroups
+  // never share one).
+  const Layout &layout = value->type.layout;
+  int64_t windows = value->type.shape[1] / panel;
+  int64_t pending = layout.warpsN > 1 && slots == windows ? windows / layout.warpsN - 1 : slots - 1;
   Builder b(*store.parent, passes::positionOf(store));
   b.setLoc(store.loc);
   for (int64_t first = 0, window = 0; first < value->type.shape[1]; first += panel, ++window) {
@@ -91,7 +98,7 @@ void rewrite(Kernel &kernel, Op &store, Op &last) {
       slot = b.value(OpKind::StageView, {staging, b.constInt(window % slots)}, slotType);
       slot->nameHint = "c_slot";
     }
-    b.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(slots - 1)}, {"read", Attr(int64_t(1))}});
+    b.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(pending)}, {"read", Attr(int64_t(1))}});
     b.create(OpKind::WarpgroupBarrier, {}, {});
     b.create(OpKind::SmemStore, {slot, value}, {}, {{"first_col", Attr(first)}});
     b.create(OpKind::FenceProxyAsync, {}, {});
@@ -108,7 +115,6 @@ void rewrite(Kernel &kernel, Op &store, Op &last) {
     if (store.hasAttr("accumulate"))
       attrs["reduce"] = Attr(std::string("add"));
     // Split by columns (#acc<4xW>), the window is one warpgroup's to copy.
-    const Layout &layout = value->type.layout;
     if (layout.warpsN > 1)
       attrs["warpgroup"] = Attr(first / (value->type.shape[1] / layout.warpsN));
     b.create(OpKind::TmaStore, operands, {}, attrs);

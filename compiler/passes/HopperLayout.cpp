@@ -250,7 +250,9 @@ bool splitByColumns(Kernel &kernel, Value *v) {
       t.layout.warpsM * t.layout.warpsN <= 4 || t.dtype != DType::F32)
     return false;
   Op *def = v->definingOp;
-  bool ok = def && (def->kind == OpKind::Mma || (def->kind == OpKind::Fill && def->operands.empty()));
+  if (!def || !(def->kind == OpKind::Mma || (def->kind == OpKind::Fill && def->operands.empty())))
+    return false;
+  bool ok = true;
   walk(kernel.body, [&](Op &op) {
     for (size_t i = 0; i < op.operands.size(); ++i)
       if (op.operands[i] == v) {

@@ -245,20 +245,27 @@ std::string KernelEmitter::panelAddress(const std::string &base, const Type &til
                      panelBytes, kSwizzle128RowBytes, cols, perChunk, perChunk, elem);
 }
 
-/// Every thread writes its accumulator pairs into the staging panels: a
-/// warp's 32 writes (four bytes for 16-bit elements, eight for f32) cover
-/// eight rows whose chunks the swizzle spreads over all 32 banks.
 bool KernelEmitter::emitSmemStore(const Op &op) {
   const Value *buf = op.operands[0];
   const Value *value = op.operands[1];
   int64_t elem = dtypeBytes(value->type.dtype);
   if (elem != 2 && elem != 4)
     return unsupported(op, "a staged store of these elements");
+  emitPanelStores(name(buf), buf->type, value, op.intAttr("first_col", 0));
+  return true;
+}
+
+/// Every thread writes its accumulator pairs into the #swizzle128 panels of
+/// `panels` (columns `first` on of `value`): a warp's 32 writes (four bytes
+/// for 16-bit elements, eight for f32) cover eight rows whose chunks the
+/// swizzle spreads over all 32 banks.
+void KernelEmitter::emitPanelStores(const std::string &base, const Type &panels, const Value *value, int64_t first) {
+  int64_t elem = dtypeBytes(value->type.dtype);
   Fragment f = fragment(value->type);
   // A window of the tile's columns: accumulator coordinate j is the 8-column
   // chunk, so the window is a range of j, known when the loop is unrolled.
   // Split by columns, the window is one warpgroup's: the others skip it.
-  int64_t first = op.intAttr("first_col", 0), width = buf->type.shape[1];
+  int64_t width = panels.shape[1];
   int64_t firstChunk = first / 8; // in the warp's own columns
   bool window = width != value->type.shape[1];
   const Layout &layout = value->type.layout;
@@ -274,7 +281,7 @@ bool KernelEmitter::emitSmemStore(const Op &op) {
   if (window)
     out_.line("if (j < {} || j >= {}) continue;", firstChunk, firstChunk + width / 8);
   out_.line("const int row = {}, col = {}{};", f.row, f.col, first ? fmt::format(" - {}", first) : "");
-  std::string address = panelAddress(name(buf), buf->type);
+  std::string address = panelAddress(base, panels);
   if (elem == 2)
     out_.line("tkc::st_shared_b32({}, tkc::pack2({}[x], {}[x + 1]));", address, name(value), name(value));
   else
@@ -283,7 +290,6 @@ bool KernelEmitter::emitSmemStore(const Op &op) {
   out_.close();
   if (split)
     out_.close();
-  return true;
 }
 
 /// One thread of each consumer warpgroup copies the warpgroup's rows of the

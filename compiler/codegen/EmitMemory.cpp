@@ -346,16 +346,11 @@ bool KernelEmitter::emitStageToShared(const Op &op) {
       (into != LayoutKind::Swizzle && (into != LayoutKind::Swizzle128 || kind != LayoutKind::Acc)))
     return unsupported(op, fmt::format("a copy of {} into {}", src->type.str(), result->type.str()));
   std::string n = declareSharedTile(op);
-  Fragment f = fragment(src->type);
   if (into == LayoutKind::Swizzle128) { // wgmma's operand panels (sm_90a)
-    out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += 2)", f.count()));
-    out_.line("{}", f.decompose("x", f.row + " " + f.col));
-    out_.line("const int row = {}, col = {};", f.row, f.col);
-    out_.line("tkc::st_shared_b32({}, tkc::pack2({}[x], {}[x + 1]));", panelAddress(n, result->type), name(src),
-              name(src));
-    out_.close();
+    emitPanelStores(n, result->type, src, 0);
     return true;
   }
+  Fragment f = fragment(src->type);
   int perChunk = 16 / dtypeBytes(src->type.dtype);
   int chunksPerRow = static_cast<int>(result->type.shape[1] / perChunk);
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += 2)", f.count()));

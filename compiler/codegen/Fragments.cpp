@@ -59,7 +59,12 @@ std::string Fragment::flatIndex(const std::vector<std::string> &coordExprs) cons
   return text.empty() ? "0" : text;
 }
 
-WarpCoords warpCoordsIn(const Layout &layout, int kernelWarpsN) {
+WarpCoords warpCoordsIn(const Layout &layout, int kernelWarpsN, bool inRole) {
+  // In a warpgroup role, a grid of four warp rows and several columns is
+  // numbered warpgroup by warpgroup, as wgmma splits a product: warpgroup w
+  // holds column w (`warp_m` counts the role's warps).
+  if (inRole && layout.kind == LayoutKind::Acc && layout.warpsM == 4 && layout.warpsN > 1)
+    return {"(warp_m % 4)", "(warp_m / 4)"};
   if (layout.warpsN == kernelWarpsN)
     return {};
   if (layout.warpsN == 1)

@@ -45,8 +45,8 @@ struct WarpCoords {
 };
 
 /// The coordinates in `layout`'s grid, in a kernel whose grid has
-/// `kernelWarpsN` warp columns.
-WarpCoords warpCoordsIn(const ir::Layout &layout, int kernelWarpsN);
+/// `kernelWarpsN` warp columns (`inRole`: inside a warpgroup role).
+WarpCoords warpCoordsIn(const ir::Layout &layout, int kernelWarpsN, bool inRole = false);
 
 /// The fragment of a register tile type (layouts Acc, AccRow, Strip,
 /// StripRow, StripCol; OperandA has its own packed form).

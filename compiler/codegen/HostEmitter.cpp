@@ -190,7 +190,7 @@ void emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const st
     const char *type = dtype == DType::BF16  ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
                        : dtype == DType::F32 ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"
                                              : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
-    int bytes = use.global->type.dtype == DType::F32 ? 4 : 2;
+    int bytes = dtypeBytes(dtype);
     out.line("CUtensorMap {}_tmap;", n);
     size_t rank = use.global->type.dims.size();
     if (rank == 2)

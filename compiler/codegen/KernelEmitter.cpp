@@ -217,12 +217,7 @@ bool KernelEmitter::emit() {
 Fragment KernelEmitter::fragment(const Type &type) const { return fragmentOf(type, warpCoords(type.layout)); }
 
 WarpCoords KernelEmitter::warpCoords(const Layout &layout) const {
-  // In a warpgroup role, a grid of four warp rows and several columns is
-  // numbered warpgroup by warpgroup, as wgmma splits a product: warpgroup w
-  // holds column w (`warp_m` counts the role's warps).
-  if (roleWarpgroups_ > 0 && layout.kind == LayoutKind::Acc && layout.warpsM == 4 && layout.warpsN > 1)
-    return {"(warp_m % 4)", "(warp_m / 4)"};
-  return warpCoordsIn(layout, kernelWarpsN_);
+  return warpCoordsIn(layout, kernelWarpsN_, roleWarpgroups_ > 0);
 }
 
 void KernelEmitter::emitBlock(const Block &block) {

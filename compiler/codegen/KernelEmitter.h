@@ -129,6 +129,7 @@ private:
   std::string barrierAddress(const ir::Value *bars, const std::string &iteration);
   void closeRoleIssuers();
   std::string panelAddress(const std::string &base, const ir::Type &tile);
+  void emitPanelStores(const std::string &base, const ir::Type &panels, const ir::Value *value, int64_t first);
   int roleWarpgroups_ = 0;      ///< warpgroups given a role so far
   int currentRoleWarpgroups_ = 0; ///< warpgroups of the role being emitted
   bool roleIssuerOpen_ = false; ///< inside a role's single-thread block

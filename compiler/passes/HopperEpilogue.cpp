@@ -90,6 +90,10 @@ void rewrite(Kernel &kernel, Op &store, Op &last) {
   const Layout &layout = value->type.layout;
   int64_t windows = value->type.shape[1] / panel;
   int64_t pending = layout.warpsN > 1 && slots == windows ? windows / layout.warpsN - 1 : slots - 1;
+  // Each copy's box: the slot, in the last two dims of the tensor.
+  std::vector<int64_t> box = store.listAttr("sizes");
+  box[box.size() - 2] = slotType.shape[0];
+  box[box.size() - 1] = slotType.shape[1];
   Builder b(*store.parent, passes::positionOf(store));
   b.setLoc(store.loc);
   for (int64_t first = 0, window = 0; first < value->type.shape[1]; first += panel, ++window) {
@@ -107,11 +111,7 @@ void rewrite(Kernel &kernel, Op &store, Op &last) {
     operands.insert(operands.end(), offsets.begin(), offsets.end());
     if (first > 0)
       operands.back() = b.value(OpKind::Add, {offsets.back(), b.constInt(first)}, offsets.back()->type);
-    // The box: the slot, in the last two dims of the tensor.
-    std::vector<int64_t> sizes = store.listAttr("sizes");
-    sizes[sizes.size() - 2] = slotType.shape[0];
-    sizes[sizes.size() - 1] = slotType.shape[1];
-    std::map<std::string, Attr> attrs{{"sizes", Attr(sizes)}};
+    std::map<std::string, Attr> attrs{{"sizes", Attr(box)}};
     if (store.hasAttr("accumulate"))
       attrs["reduce"] = Attr(std::string("add"));
     // Split by columns (#acc<4xW>), the window is one warpgroup's to copy.

@@ -197,6 +197,8 @@ struct FusedLoop {
   std::vector<Op *> resident;
   std::vector<Op *> staged;
   std::vector<Op *> adds;
+  /// Products of 64 rows (and their zero accumulators) to split by columns.
+  std::set<Value *> split;
   int warps = 0;
 };
 
@@ -266,6 +268,11 @@ bool splitByColumns(Kernel &kernel, Value *v) {
 
 std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
   FusedLoop f;
+  walk(kernel.body, [&](Op &op) {
+    for (auto &r : op.results)
+      if (r->type.isRegister() && splitByColumns(kernel, r.get()))
+        f.split.insert(r.get());
+  });
   bool ok = true;
   int mmas = 0;
   walk(kernel.body, [&](Op &op) {
@@ -273,7 +280,7 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
       ++mmas;
     for (auto &r : op.results) {
       const Type &t = r->type;
-      if (!t.isRegister() || t.isScalar() || splitByColumns(kernel, r.get()))
+      if (!t.isRegister() || t.isScalar() || f.split.count(r.get()))
         continue;
       bool family = t.layout.kind == LayoutKind::Acc || t.layout.kind == LayoutKind::AccRow ||
                     t.layout.kind == LayoutKind::OperandA || t.layout.kind == LayoutKind::AccCol;
@@ -340,7 +347,7 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
     bool residentB = residentLoad(b) && onlyFeedsMmas(kernel, b, /*viaConversions=*/true);
     // Split by columns, each consumer warpgroup computes n / warpgroups
     // of them.
-    bool byColumns = splitByColumns(kernel, op->result());
+    bool byColumns = f.split.count(op->result()) != 0;
     if (byColumns && acc.layout.warpsM * acc.layout.warpsN != f.warps)
       return std::nullopt;
     int64_t groups = byColumns ? f.warps / 4 : 1;
@@ -502,11 +509,8 @@ private:
           ++it;
       }
     // Products of 64 rows go to the consumer warpgroups by columns.
-    walk(kernel.body, [&](Op &op) {
-      for (auto &r : op.results)
-        if (r->type.isRegister() && splitByColumns(kernel, r.get()))
-          r->type.layout = {LayoutKind::Acc, 4, f.warps / 4};
-    });
+    for (Value *v : f.split)
+      v->type.layout = {LayoutKind::Acc, 4, f.warps / 4};
     // Staged tiles: written by the consumers, read by wgmma as M-major
     // panels.
     for (Op *convert : f.staged) {

@@ -23,36 +23,37 @@ def accumulators(count):
 
 def shared_a(n, t):
     regs = n // 2
-    return f'''/// d (64 x {n}, f32) += a (64 x 16) * b (16 x {n}), {t}; a and b from shared memory descriptors;
-/// TransB = 1 reads b N-major (rows of b contiguous in shared memory); TransA = 1
-/// reads a M-major (a given as [K, M], rows of a^T contiguous).
+    return f'''/// d (64 x {n}, f32) = a (64 x 16) * b (16 x {n}) + (accumulate ? d : 0), {t}; a and b from
+/// shared memory descriptors; TransB = 1 reads b N-major (rows of b contiguous in shared
+/// memory); TransA = 1 reads a M-major (a given as [K, M], rows of a^T contiguous).
 template <int TransB, int TransA = 0>
-__device__ __forceinline__ void wgmma_m64n{n}k16_f32_{t}(float (&d)[{regs}], uint64_t desc_a, uint64_t desc_b) {{
+__device__ __forceinline__ void wgmma_m64n{n}k16_f32_{t}(float (&d)[{regs}], uint64_t desc_a, uint64_t desc_b,
+                                                      bool accumulate = true) {{
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"
       "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} "
       "{{{registers(0, regs)}}}, "
       "%{regs}, %{regs + 1}, p, 1, 1, %{regs + 4}, %{regs + 3};\\n}}\\n"
       : {accumulators(regs)}
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TransB), "n"(TransA));
+      : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)), "n"(TransB), "n"(TransA));
 }}
 '''
 
 
 def register_a(n, t):
     regs = n // 2
-    return f'''/// d (64 x {n}, f32) += a (64 x 16, {t}, the warp's mma.sync-style A fragment in
-/// registers a0-a3) * b (16 x {n}) from a shared memory descriptor.
+    return f'''/// d (64 x {n}, f32) = a (64 x 16, {t}, the warp's mma.sync-style A fragment in registers
+/// a0-a3) * b (16 x {n}) from a shared memory descriptor + (accumulate ? d : 0).
 template <int TransB>
 __device__ __forceinline__ void wgmma_rs_m64n{n}k16_f32_{t}(float (&d)[{regs}], uint32_t a0, uint32_t a1, uint32_t a2,
-                                                         uint32_t a3, uint64_t desc_b) {{
+                                                         uint32_t a3, uint64_t desc_b, bool accumulate = true) {{
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 5}, 0;\\n"
       "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} "
       "{{{registers(0, regs)}}}, "
       "{{{registers(regs, 4)}}}, %{regs + 4}, p, 1, 1, %{regs + 6};\\n}}\\n"
       : {accumulators(regs)}
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(1), "n"(TransB));
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(int(accumulate)), "n"(TransB));
 }}
 '''
 

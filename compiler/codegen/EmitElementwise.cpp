@@ -196,6 +196,8 @@ void KernelEmitter::emitFill(const Op &op) {
   const Value *result = op.result();
   declareName(result);
   declareTile(result);
+  if (freshAccumulators_.count(&op))
+    return;
   double value = op.floatAttr("value");
   std::string literal = std::isinf(value) ? (value > 0 ? "INFINITY" : "-INFINITY") : fmt::format("{}", value);
   if (result->type.dtype == DType::F32 && literal.find_first_of(".eI") == std::string::npos)

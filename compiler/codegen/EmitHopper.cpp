@@ -10,6 +10,8 @@
 #include "codegen/KernelEmitter.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <set>
 
 namespace tkc::codegen {
@@ -329,6 +331,103 @@ bool KernelEmitter::emitTmaStore(const Op &op) {
   return true;
 }
 
+namespace {
+/// Committed wgmma groups not yet waited for, oldest first.
+using Groups = std::vector<std::vector<const Op *>>;
+
+/// Calls `visit` with each op of `block` and the groups in flight before it.
+/// A loop body starts with those its previous iteration left in flight.
+void walkWithGroupsInFlight(const Block &block, const std::function<void(const Op &, const Groups &)> &visit) {
+  auto step = [](const Op &op, Groups &groups, std::vector<const Op *> &open) {
+    if (op.kind == OpKind::Wgmma) {
+      open.push_back(&op);
+    } else if (op.kind == OpKind::WgmmaCommit) {
+      groups.push_back(open);
+      open.clear();
+    } else if (op.kind == OpKind::WgmmaWait) {
+      size_t pending = static_cast<size_t>(op.intAttr("pending"));
+      if (groups.size() > pending)
+        groups.erase(groups.begin(), groups.end() - static_cast<std::ptrdiff_t>(pending));
+    }
+  };
+  Groups groups;
+  std::vector<const Op *> open;
+  if (block.parentOp && block.parentOp->kind == OpKind::For)
+    for (auto &op : block.ops)
+      step(*op, groups, open);
+  open.clear();
+  for (auto &op : block.ops) {
+    visit(*op, groups);
+    step(*op, groups, open);
+  }
+}
+
+bool readsRegisterA(const Groups &groups) {
+  return std::any_of(groups.begin(), groups.end(), [](const std::vector<const Op *> &g) {
+    return std::any_of(g.begin(), g.end(), [](const Op *w) { return w->operands[0]->type.isRegister(); });
+  });
+}
+} // namespace
+
+/// Two choices ptxas makes badly unless the code leaves it none.
+///
+/// Zeroing a product's accumulator in registers while other products are in
+/// flight: ptxas cannot always tell the new registers from those the pending
+/// wgmma write and waits for them (C7517), serialising the products. A
+/// product that starts from zeros needs none: its first k16 step can ignore
+/// the accumulator (scale-d = 0). With nothing in flight the zeros cost
+/// nothing, and the attention forward ran 1% slower without them (ptxas
+/// scheduled it otherwise), so only there.
+///
+/// A wait for products that ran while the threads did other work (the dQ
+/// kernel's softmax while dP = dO V^T runs) must stay after that work, but
+/// ptxas sees no dependence between them and may hoist the wait above it,
+/// idling the threads until the product is done: the sm_90a dQ kernel at
+/// D = 128 ran 5-8% slower so. ptxas moves nothing across a branch, so such
+/// a wait opens the tail-unswitched part of the body when one follows
+/// (EmitUnswitch.cpp): a wait in a block that follows an earlier wait there,
+/// with tile work between the two, and products to wait for. Not where a
+/// product in flight through the window reads A from registers: ptxas waits
+/// early there to reuse those registers for the work (pinned after it, the
+/// attention forward spilled 300 to 1600 bytes at D = 128). A branch of its
+/// own (never taken) before the wait pinned it too, but then ptxas
+/// serialised the dQ kernel's products for want of registers (C7512).
+void KernelEmitter::findWgmmaSchedule() {
+  std::map<const Value *, int> uses;
+  walk(const_cast<Block &>(kernel_.body), [&](Op &op) {
+    for (Value *operand : op.operands)
+      ++uses[operand];
+  });
+  std::vector<const Block *> blocks{&kernel_.body};
+  walk(const_cast<Block &>(kernel_.body), [&](Op &op) {
+    if (op.body)
+      blocks.push_back(op.body.get());
+  });
+  for (const Block *block : blocks) {
+    std::set<const Op *> fillsInFlight;
+    bool afterWait = false, work = false;
+    walkWithGroupsInFlight(*block, [&](const Op &op, const Groups &groups) {
+      if (op.kind == OpKind::Fill && !groups.empty())
+        fillsInFlight.insert(&op);
+      if (op.kind == OpKind::Wgmma && op.operands.size() == 3) {
+        const Op *fill = op.operands[2]->definingOp;
+        if (fillsInFlight.count(fill) && fill->floatAttr("value") == 0.0 && uses[op.operands[2]] == 1)
+          freshAccumulators_.insert(fill);
+      }
+      if (op.kind == OpKind::WgmmaWait) {
+        size_t pending = static_cast<size_t>(op.intAttr("pending"));
+        if (afterWait && work && !readsRegisterA(groups) && groups.size() > pending)
+          windowClosingWaits_.insert(&op);
+        afterWait = true;
+        work = false;
+      } else if (op.kind != OpKind::Wgmma && op.kind != OpKind::WgmmaCommit) {
+        work |= std::any_of(op.results.begin(), op.results.end(),
+                            [](const std::unique_ptr<Value> &r) { return r->type.isRegister() && r->type.isTile(); });
+      }
+    });
+  }
+}
+
 /// One warpgroup multiplies its 64 rows of the tile: K/16 wgmma
 /// instructions of m64nNk16, accumulating in place. A comes from shared
 /// memory (K-major panels, or an M-major panel per warpgroup for a [K, M]
@@ -397,18 +496,20 @@ bool KernelEmitter::emitWgmma(const Op &op) {
   else if (!aInRegisters)
     out_.line("const uint64_t a_desc = tkc::wgmma_desc_sw128({} + {} * {}, 16, 1024);", name(a), rowBlock,
               64 * kSwizzle128RowBytes);
+  // A product that starts from zeros overwrites its accumulator first.
+  std::string accumulate = freshAccumulators_.count(c->definingOp) ? ", kk > 0" : "";
   out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", k / 16));
   std::string descB = fmt::format("tkc::wgmma_desc_advance(b_desc, {})", stepB);
   if (aInRegisters) {
     // The warp's A fragment of the k16 step, as mma.sync would take it.
     std::string frag = fmt::format("{}[kk * 4", name(a));
-    out_.line("tkc::wgmma_rs_m64n{}k16_f32_{}<{}>({}, {} + 0], {} + 1], {} + 2], {} + 3], {});", n, type, transB ? 0 : 1,
-              name(c), frag, frag, frag, frag, descB);
+    out_.line("tkc::wgmma_rs_m64n{}k16_f32_{}<{}>({}, {} + 0], {} + 1], {} + 2], {} + 3], {}{});", n, type, transB ? 0 : 1,
+              name(c), frag, frag, frag, frag, descB, accumulate);
   } else {
     std::string descA = fmt::format("tkc::wgmma_desc_advance(a_desc, {})",
                                     transA ? fmt::format("kk * {}", 16 * kSwizzle128RowBytes) : kMajorStep(a->type.shape[0]));
-    out_.line("tkc::wgmma_m64n{}k16_f32_{}<{}{}>({}, {}, {});", n, type, transB ? 0 : 1, transA ? ", 1" : "", name(c),
-              descA, descB);
+    out_.line("tkc::wgmma_m64n{}k16_f32_{}<{}{}>({}, {}, {}{});", n, type, transB ? 0 : 1, transA ? ", 1" : "", name(c),
+              descA, descB, accumulate);
   }
   out_.close();
   out_.close();

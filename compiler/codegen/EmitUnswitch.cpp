@@ -8,10 +8,12 @@
 // cut into small blocks that the instruction scheduler cannot interleave.
 // So the body is emitted twice from the first such op on: once without
 // them, under the block-uniform condition that they are all identities,
-// and once as written. The split waits for a mask with at most two
-// products after it: where more follow, the masks are a small share of
-// the work, and twice the code costs registers (the sm_80 dK/dV kernel
-// spilled when split before its first product). For the same reason no
+// and once as written; from the wgmma wait before the first such op when
+// that wait ends work overlapping the products (findWindowClosingWaits).
+// The split waits for a mask with at most two products after it: where
+// more follow, the masks are a small share of the work, and twice the code
+// costs registers (the sm_80 dK/dV kernel spilled when split before its
+// first product). For the same reason no
 // split is made where the tiles live across it fill three quarters of a
 // thread's registers: both copies hold them, and their demands meet there
 // (the sm_80 attention forward with 32 x 128 outputs and 32 x 64 scores
@@ -108,9 +110,22 @@ void KernelEmitter::emitLoopBody(const Op &loop, Block::OpList::const_iterator f
       productsFrom[at] = productsFrom[at + 1] + (product ? 1 : 0);
     }
   }
+  auto splitsAt = [&](Block::OpList::const_iterator at) {
+    return isMaskLike(**at) && productsFrom[position.at(at->get())] <= 2 &&
+           registersLiveAt(body, at) < kUnsplitLiveRegisters;
+  };
   for (auto it = from; it != body.ops.end(); ++it) {
-    if (split && isMaskLike(**it) && productsFrom[position.at(it->get())] <= 2 &&
-        registersLiveAt(body, it) < kUnsplitLiveRegisters) {
+    // A wait that closes a window of work starts the split where one
+    // follows, so that a branch keeps the work above the wait (EmitHopper.cpp:
+    // findWindowClosingWaits).
+    bool splitHere = split && splitsAt(it);
+    if (split && !splitHere && windowClosingWaits_.count(it->get())) {
+      auto mask = std::find_if(std::next(it), body.ops.end(), [&](const std::unique_ptr<Op> &op) {
+        return isMaskLike(*op) || op->kind == OpKind::Wgmma || op->kind == OpKind::WgmmaWait;
+      });
+      splitHere = mask != body.ops.end() && isMaskLike(**mask) && splitsAt(mask);
+    }
+    if (splitHere) {
       std::set<const Op *> identities;
       std::vector<std::string> conditions = maskFreeConditions(body, it, position, identities);
       if (!conditions.empty()) {

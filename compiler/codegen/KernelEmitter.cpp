@@ -152,6 +152,7 @@ void KernelEmitter::findAbsorbedOps() {
 
 bool KernelEmitter::emit() {
   findAbsorbedOps();
+  findWgmmaSchedule();
   // Parameters: global tensors as pointers plus the strides of all but their
   // innermost dim (which is 1); scalars as ints.
   std::vector<std::string> params;

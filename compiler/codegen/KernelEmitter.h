@@ -145,6 +145,13 @@ private:
   /// masking of an A operand that `convert` packs straight from f32).
   std::set<const ir::Op *> absorbed_;
   void findAbsorbedOps();
+  /// Zero fills that only start one wgmma product while others are in
+  /// flight: its first k16 step ignores the accumulator (scale-d = 0).
+  std::set<const ir::Op *> freshAccumulators_;
+  /// wgmma waits that close a window of work overlapping the products in
+  /// flight: each opens the tail-unswitched part of a loop body that has one.
+  std::set<const ir::Op *> windowClosingWaits_;
+  void findWgmmaSchedule();
   std::map<const ir::Value *, std::string> names_;
   std::map<std::string, int> nameCounts_;
   /// Warp columns of the kernel's grid (`warp_m`, `warp_n`).

@@ -321,9 +321,10 @@ std::string checkTmaStore(const Op &op) {
 
 // --- tile ops ---------------------------------------------------------------
 
-std::string checkMma(const Op &op) {
-  if (auto error = checkCounts(op, 3, 1); !error.empty())
-    return error;
+/// What `mma` and `wgmma` share: a, b and the accumulator (operands 0-2)
+/// multiply as their shapes and `trans_*` flags say, the result is the
+/// accumulator's type.
+std::string checkProduct(const Op &op) {
   const char *names[] = {"a", "b", "accumulator"};
   for (size_t i = 0; i < 3; ++i)
     if (!operandType(op, i).isTile() || operandType(op, i).shape.size() != 2)
@@ -348,6 +349,51 @@ std::string checkMma(const Op &op) {
     return fmt::format("accumulator shape {} must be {}", shapeText(c.shape), shapeText({m, n}));
   if (resultType(op) != c)
     return fmt::format("result must be {} like the accumulator, but is {}", c.str(), resultType(op).str());
+  return "";
+}
+
+std::string checkMma(const Op &op) {
+  if (auto error = checkCounts(op, 3, 1); !error.empty())
+    return error;
+  return checkProduct(op);
+}
+
+/// A product on the tensor cores (wgmma.mma_async): B, and A unless it is
+/// an A fragment in registers, in 128-byte-swizzled shared panels; the
+/// accumulator in registers, 16 rows per warp; k in steps of 16; n per
+/// warpgroup a multiple of 8 up to 256 (the instruction's widths).
+std::string checkWgmma(const Op &op) {
+  if (op.operands.size() != 3 && op.operands.size() != 4)
+    return fmt::format("expects a, b, an accumulator and an optional predicate, but has {} operands",
+                       op.operands.size());
+  if (op.results.size() != 1)
+    return countMismatch("result", 1, op.results.size());
+  if (auto error = checkProduct(op); !error.empty())
+    return error;
+  const Type &a = operandType(op, 0), &c = operandType(op, 2);
+  if (a.isRegister()) {
+    if (a.layout.kind != LayoutKind::OperandA)
+      return fmt::format("a operand in registers must be in #opa, but is {}", a.str());
+    if (op.intAttr("trans_a") == 1)
+      return "a operand in registers cannot be read transposed (`trans_a`)";
+  } else if (!a.isShared() || a.layout.kind != LayoutKind::Swizzle128 || a.stages != 0) {
+    return fmt::format("a operand must be an unstaged #swizzle128 shared tile or registers in #opa, but is {}",
+                       a.str());
+  }
+  if (auto error = checkSwizzledPanel(op, 1); !error.empty())
+    return error;
+  if (!c.isRegister() || c.layout.kind != LayoutKind::Acc)
+    return fmt::format("accumulator must be registers in #acc, but is {}", c.str());
+  if (c.shape[0] != 16 * c.layout.warpsM)
+    return fmt::format("accumulator {} must have 16 rows per warp of {}", shapeText(c.shape), c.str());
+  int64_t k = op.intAttr("trans_a") == 1 ? a.shape[0] : a.shape[1];
+  if (k % 16 != 0)
+    return fmt::format("the product's k extent {} must be a multiple of 16", k);
+  int64_t n = c.shape[1] / c.layout.warpsN;
+  if (n % 8 != 0 || n > 256)
+    return fmt::format("each warpgroup's {} columns must be a multiple of 8 up to 256", n);
+  if (op.operands.size() == 4 && !isScalarOf(operandType(op, 3), DType::I1))
+    return fmt::format("predicate must be i1, but is {}", operandType(op, 3).str());
   return "";
 }
 
@@ -526,6 +572,7 @@ std::string checkOpRules(const Op &op) {
   case OpKind::Load: return checkLoad(op);
   case OpKind::Store: return checkStore(op);
   case OpKind::Mma: return checkMma(op);
+  case OpKind::Wgmma: return checkWgmma(op);
   case OpKind::Reduce: return checkReduce(op);
   case OpKind::Broadcast: return checkBroadcast(op);
   case OpKind::Convert: return checkConvert(op);

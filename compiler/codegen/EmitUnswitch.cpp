@@ -9,15 +9,15 @@
 // So the body is emitted twice from the first such op on: once without
 // them, under the block-uniform condition that they are all identities,
 // and once as written; from the wgmma wait before the first such op when
-// that wait ends work overlapping the products (findWindowClosingWaits).
+// that wait ends work overlapping the products (findWgmmaSchedule).
 // The split waits for a mask with at most two products after it: where
 // more follow, the masks are a small share of the work, and twice the code
 // costs registers (the sm_80 dK/dV kernel spilled when split before its
-// first product). For the same reason no
-// split is made where the tiles live across it fill three quarters of a
-// thread's registers: both copies hold them, and their demands meet there
-// (the sm_80 attention forward with 32 x 128 outputs and 32 x 64 scores
-// per warp spilled when split and ran 2-3% slower; unsplit, its masks are
+// first product). For the same reason no split is made where the tiles
+// live across it fill more than three quarters of a thread's registers:
+// both copies hold them, and their demands meet there (the sm_80 attention
+// forward with 32 x 128 outputs and 32 x 64 scores per warp, over 200,
+// spilled when split and ran 2-3% slower; unsplit, its masks are
 // tested once per tile).
 #include "codegen/KernelEmitter.h"
 
@@ -32,7 +32,7 @@ namespace tkc::codegen {
 using namespace ir;
 
 namespace {
-/// No split where tiles of this many registers per thread live across it.
+/// No split where tiles of more registers per thread live across it.
 constexpr int kUnsplitLiveRegisters = 192;
 
 /// Registers per thread of the tiles defined before `at` in `body` (or
@@ -112,12 +112,12 @@ void KernelEmitter::emitLoopBody(const Op &loop, Block::OpList::const_iterator f
   }
   auto splitsAt = [&](Block::OpList::const_iterator at) {
     return isMaskLike(**at) && productsFrom[position.at(at->get())] <= 2 &&
-           registersLiveAt(body, at) < kUnsplitLiveRegisters;
+           registersLiveAt(body, at) <= kUnsplitLiveRegisters;
   };
   for (auto it = from; it != body.ops.end(); ++it) {
     // A wait that closes a window of work starts the split where one
     // follows, so that a branch keeps the work above the wait (EmitHopper.cpp:
-    // findWindowClosingWaits).
+    // findWgmmaSchedule).
     bool splitHere = split && splitsAt(it);
     if (split && !splitHere && windowClosingWaits_.count(it->get())) {
       auto mask = std::find_if(std::next(it), body.ops.end(), [&](const std::unique_ptr<Op> &op) {

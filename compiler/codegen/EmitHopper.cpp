@@ -382,16 +382,17 @@ bool readsRegisterA(const Groups &groups) {
 /// A wait for products that ran while the threads did other work (the dQ
 /// kernel's softmax while dP = dO V^T runs) must stay after that work, but
 /// ptxas sees no dependence between them and may hoist the wait above it,
-/// idling the threads until the product is done: the sm_90a dQ kernel at
-/// D = 128 ran 5-8% slower so. ptxas moves nothing across a branch, so such
-/// a wait opens the tail-unswitched part of the body when one follows
-/// (EmitUnswitch.cpp): a wait in a block that follows an earlier wait there,
-/// with tile work between the two, and products to wait for. Not where a
-/// product in flight through the window reads A from registers: ptxas waits
-/// early there to reuse those registers for the work (pinned after it, the
-/// attention forward spilled 300 to 1600 bytes at D = 128). A branch of its
-/// own (never taken) before the wait pinned it too, but then ptxas
-/// serialised the dQ kernel's products for want of registers (C7512).
+/// idling the threads until the product is done: with the dQ kernel's wait
+/// hoisted so, the sm_90a backward at D = 128 ran 5-8% slower. ptxas moves
+/// nothing across a branch, so such a wait opens the tail-unswitched part
+/// of the body when one follows (EmitUnswitch.cpp): a wait in a block that
+/// follows an earlier wait there, with tile work between the two, and
+/// products to wait for. Not where a product in flight through the window
+/// reads A from registers: ptxas waits early there to reuse those registers
+/// for the work (pinned after it, the attention forward spilled 300 to 1600
+/// bytes at D = 128). A branch of its own (never taken) before the wait
+/// pinned it too, but then ptxas serialised the dQ kernel's products for
+/// want of registers (C7512).
 void KernelEmitter::findWgmmaSchedule() {
   std::map<const Value *, int> uses;
   walk(const_cast<Block &>(kernel_.body), [&](Op &op) {

@@ -394,11 +394,6 @@ bool readsRegisterA(const Groups &groups) {
 /// pinned it too, but then ptxas serialised the dQ kernel's products for
 /// want of registers (C7512).
 void KernelEmitter::findWgmmaSchedule() {
-  std::map<const Value *, int> uses;
-  walk(const_cast<Block &>(kernel_.body), [&](Op &op) {
-    for (Value *operand : op.operands)
-      ++uses[operand];
-  });
   std::vector<const Block *> blocks{&kernel_.body};
   walk(const_cast<Block &>(kernel_.body), [&](Op &op) {
     if (op.body)
@@ -412,7 +407,7 @@ void KernelEmitter::findWgmmaSchedule() {
         fillsInFlight.insert(&op);
       if (op.kind == OpKind::Wgmma && op.operands.size() == 3) {
         const Op *fill = op.operands[2]->definingOp;
-        if (fillsInFlight.count(fill) && fill->floatAttr("value") == 0.0 && uses[op.operands[2]] == 1)
+        if (fillsInFlight.count(fill) && fill->floatAttr("value") == 0.0 && uses_[op.operands[2]] == 1)
           freshAccumulators_.insert(fill);
       }
       if (op.kind == OpKind::WgmmaWait) {

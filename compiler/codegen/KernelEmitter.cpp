@@ -107,12 +107,14 @@ void KernelEmitter::comment(const Op &op) {
     out_.line("// {}:{}: {}", sourceName_, op.loc.line, text);
 }
 
-void KernelEmitter::findAbsorbedOps() {
-  std::map<const Value *, int> uses;
+void KernelEmitter::countUses() {
   walk(const_cast<Block &>(kernel_.body), [&](Op &op) {
     for (Value *operand : op.operands)
-      ++uses[operand];
+      ++uses_[operand];
   });
+}
+
+void KernelEmitter::findAbsorbedOps() {
   walk(const_cast<Block &>(kernel_.body), [&](Op &op) {
     if (op.kind != OpKind::Convert || op.result()->type.layout.kind != LayoutKind::OperandA ||
         !op.operands[0]->type.isRegister())
@@ -120,12 +122,12 @@ void KernelEmitter::findAbsorbedOps() {
     const Value *v = op.operands[0];
     std::vector<const Op *> chain;
     if (v->definingOp && v->definingOp->kind == OpKind::Mask && v->definingOp->intAttr("axis") == 1 &&
-        v->definingOp->floatAttr("fill") == 0.0 && uses[v] == 1) {
+        v->definingOp->floatAttr("fill") == 0.0 && uses_[v] == 1) {
       chain.push_back(v->definingOp);
       v = v->definingOp->operands[0];
     }
     const Op *cast = v->definingOp;
-    if (cast && cast->kind == OpKind::Cast && uses[v] == 1 && cast->operands[0]->type.dtype == DType::F32 &&
+    if (cast && cast->kind == OpKind::Cast && uses_[v] == 1 && cast->operands[0]->type.dtype == DType::F32 &&
         cast->operands[0]->type.isRegister() && cast->operands[0]->type.layout == v->type.layout) {
       chain.push_back(cast);
       absorbed_.insert(chain.begin(), chain.end());
@@ -145,12 +147,13 @@ void KernelEmitter::findAbsorbedOps() {
     if (op.kind != OpKind::Reduce)
       return;
     const Op *mask = op.operands[0]->definingOp;
-    if (mask && mask->kind == OpKind::Mask && uses[op.operands[0]] == 1 && mask->operands[0]->type.isRegister())
+    if (mask && mask->kind == OpKind::Mask && uses_[op.operands[0]] == 1 && mask->operands[0]->type.isRegister())
       absorbed_.insert(mask);
   });
 }
 
 bool KernelEmitter::emit() {
+  countUses();
   findAbsorbedOps();
   findWgmmaSchedule();
   // Parameters: global tensors as pointers plus the strides of all but their

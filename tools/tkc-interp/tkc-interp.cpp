@@ -104,8 +104,12 @@ double compare(const interp::Tensor &reference, const interp::Tensor &got) {
 bool sameTensors(const std::vector<interp::Tensor> &reference, const std::vector<interp::Tensor> &got,
                  const char *what) {
   double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    worst = std::max(worst, compare(reference[i], got[i]));
+  for (size_t i = 0; i < got.size(); ++i) {
+    double difference = compare(reference[i], got[i]);
+    // (std::max would drop a NaN: it keeps its first argument unless the
+    // second compares greater.)
+    worst = std::isnan(difference) || std::isnan(worst) ? NAN : std::max(worst, difference);
+  }
   // Passes may reassociate f32 sums (an accumulating mma) and so move a
   // bf16 result by one rounding step.
   bool same = !std::isnan(worst) && worst <= 1e-2;

@@ -199,11 +199,17 @@ void KernelEmitter::emitFill(const Op &op) {
   if (freshAccumulators_.count(&op))
     return;
   double value = op.floatAttr("value");
-  std::string literal = std::isinf(value) ? (value > 0 ? "INFINITY" : "-INFINITY") : fmt::format("{}", value);
-  if (result->type.dtype == DType::F32 && literal.find_first_of(".eI") == std::string::npos)
-    literal += ".0f";
-  else if (result->type.dtype == DType::F32 && !std::isinf(value))
-    literal += "f";
+  std::string floatLiteral = std::isinf(value) ? (value > 0 ? "INFINITY" : "-INFINITY") : fmt::format("{}", value);
+  if (!std::isinf(value))
+    floatLiteral += floatLiteral.find_first_of(".eI") == std::string::npos ? ".0f" : "f";
+  if (result->type.layout.kind == LayoutKind::OperandA) {
+    // Operand registers hold two 16-bit values each.
+    const char *pack = result->type.dtype == DType::F16 ? "pack_f16" : "pack_bf16";
+    out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = tkc::{}({}, {});", operandACount(result->type),
+              name(result), pack, floatLiteral, floatLiteral);
+    return;
+  }
+  std::string literal = result->type.dtype == DType::F32 || std::isinf(value) ? floatLiteral : fmt::format("{}", value);
   out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}({});", fragment(result->type).count(), name(result),
             cType(result->type.dtype), literal);
 }

@@ -252,6 +252,10 @@ bool KernelEmitter::emitOp(const Op &op) {
   case OpKind::CDiv:
     emitScalar(op);
     return true;
+  case OpKind::Undef:
+    declareName(op.result());
+    declareTile(op.result());
+    return true;
   case OpKind::Fill:
     emitFill(op);
     return true;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 namespace tkc::interp::detail {
 
@@ -214,6 +215,15 @@ Machine::Status Machine::execFill(Context &ctx, const Op &op) {
   const Type &type = op.result()->type;
   RValue r = newTile(type);
   std::fill(r.tile->begin(), r.tile->end(), roundTo(type.dtype, op.floatAttr("value")));
+  ctx.values[op.result()] = r;
+  return Status::Next;
+}
+
+/// NaN, so that an undefined value that reaches a result shows as a
+/// difference from the reference.
+Machine::Status Machine::execUndef(Context &ctx, const Op &op) {
+  RValue r = newTile(op.result()->type);
+  std::fill(r.tile->begin(), r.tile->end(), std::numeric_limits<double>::quiet_NaN());
   ctx.values[op.result()] = r;
   return Status::Next;
 }

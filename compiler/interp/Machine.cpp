@@ -226,6 +226,7 @@ Machine::Status Machine::exec(Context &ctx, const Op &op) {
   case OpKind::Tanh: case OpKind::Cast:
     return finish(ctx, op, execElementwise(ctx, op));
   case OpKind::Fill: return finish(ctx, op, execFill(ctx, op));
+  case OpKind::Undef: return finish(ctx, op, execUndef(ctx, op));
   case OpKind::Iota: return finish(ctx, op, execIota(ctx, op));
   case OpKind::Load: return finish(ctx, op, execLoad(ctx, op));
   case OpKind::Store: return finish(ctx, op, execStore(ctx, op));

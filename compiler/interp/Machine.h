@@ -236,6 +236,7 @@ private:
   Status execBlockId(Context &ctx, const ir::Op &op);
   Status execElementwise(Context &ctx, const ir::Op &op);
   Status execFill(Context &ctx, const ir::Op &op);
+  Status execUndef(Context &ctx, const ir::Op &op);
   Status execIota(Context &ctx, const ir::Op &op);
   Status execLoad(Context &ctx, const ir::Op &op);
   Status execStore(Context &ctx, const ir::Op &op);

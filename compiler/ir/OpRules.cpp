@@ -561,6 +561,13 @@ std::string checkOpRules(const Op &op) {
     if (!resultType(op).isTile())
       return fmt::format("result must be a tile, but is {}", resultType(op).str());
     return checkNumberAttr(op, "value", resultType(op).dtype);
+  case OpKind::Undef:
+    if (auto error = checkCounts(op, 0, 1); !error.empty())
+      return error;
+    // The interpreter fills it with NaN, which only floats can hold.
+    if (!resultType(op).isRegister() || !isFloat(resultType(op).dtype))
+      return fmt::format("result must be a float tile in registers, but is {}", resultType(op).str());
+    return "";
   case OpKind::Iota: {
     if (auto error = checkCounts(op, 0, 1); !error.empty())
       return error;

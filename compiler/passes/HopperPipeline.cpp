@@ -372,8 +372,8 @@ private:
         !passes::reads(**firstWait, first.result()))
       return nullptr;
 
-    // The product's A operand of iteration k - 1 is carried in (zeros before
-    // the first iteration, when nothing is issued).
+    // The product's A operand of iteration k - 1 is carried in (undefined
+    // before the first iteration, which issues nothing).
     Value *a = deferred.operands[0], *b = deferred.operands[1], *scaled = deferred.operands[2];
     std::map<std::string, Attr> attrs = deferred.attrs;
     SourceLocation loc = deferred.loc;
@@ -382,8 +382,8 @@ private:
     if (a->definingOp && a->definingOp->parent == &body) {
       Builder pre(*loop_.parent, passes::positionOf(loop_));
       pre.setLoc(deferred.loc);
-      Value *zeros = pre.value(OpKind::Fill, {}, a->type, {{"value", Attr(0.0)}});
-      carriedA = addCarried(zeros, a, a->nameHint.empty() ? "a_prev" : a->nameHint + "_prev");
+      Value *none = pre.value(OpKind::Undef, {}, a->type);
+      carriedA = addCarried(none, a, a->nameHint.empty() ? "a_prev" : a->nameHint + "_prev");
       yield.operands.push_back(a);
     }
 

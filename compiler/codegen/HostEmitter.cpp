@@ -95,6 +95,25 @@ int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
   return bytes;
 }
 
+/// Whether a kernel writes tensor parameter `index` with bulk tensor copies,
+/// which write a row's last 16 bytes whole even where the row ends inside
+/// them (on the H200, into the next 7 bf16 elements of a 1001-element row
+/// in a 1008-element stride).
+bool bulkStored(const std::vector<LaunchVariant> &variants, size_t index) {
+  bool stored = false;
+  for (const LaunchVariant &variant : variants) {
+    const Value *global = nullptr;
+    size_t seen = 0;
+    for (auto &arg : variant.kernel->body.args)
+      if (arg->type.isGlobal() && seen++ == index)
+        global = arg.get();
+    walk(const_cast<Block &>(variant.kernel->body), [&](Op &op) {
+      stored = stored || (op.kind == OpKind::TmaStore && op.operands[1] == global);
+    });
+  }
+  return stored;
+}
+
 /// Prints the scalar ops of the launch block as host locals and returns the
 /// three grid extents (`num_sms` reads the `multiprocessors` local).
 std::vector<std::string> emitGridExtents(const Kernel &k, std::map<const Value *, std::string> &names,
@@ -295,6 +314,7 @@ void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVaria
   for (auto *t : tensors) {
     const std::string &n = t->nameHint;
     size_t rank = t->type.dims.size();
+    bool rowsWrittenWhole = bulkStored(variants, tensorIndex);
     int alignBytes = accessAlignment(variants, tensorIndex++);
     int align = alignBytes / dtypeBytes(t->type.dtype);
     out.line("if (!{0} || !{0}->data) return {1}_fail(TKC_ERROR_NULL_POINTER, \"{0} is null\");", n, fn);
@@ -318,6 +338,10 @@ void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVaria
       out.line("if ({0}->sizes[{2}] < 0 || {0}->sizes[{2}] > 0x7fffffff) return {1}_fail(TKC_ERROR_SHAPE, "
                "\"{0}.sizes[{2}] is out of range\");",
                n, fn, d);
+    if (rowsWrittenWhole && rank > 1)
+      out.line("if ({0}->sizes[{2}] % {3}) return {1}_fail(TKC_ERROR_ALIGNMENT, \"{0}'s rows must be a multiple of 16 "
+               "bytes long ({3} elements): bulk tensor stores write them in 16-byte pieces\");",
+               n, fn, rank - 1, 16 / dtypeBytes(t->type.dtype));
   }
   for (auto &s : symbolOrder) {
     DimPosition p = symbols[s];

@@ -250,13 +250,32 @@ def device_alive():
 # --- numerical checks ---------------------------------------------------------------
 
 
+def widened(t, pad):
+    """t as a view of NaN-filled rows `pad` elements longer: (view, whole)."""
+    import torch
+    whole = torch.full(tuple(t.shape[:-1]) + (t.shape[-1] + pad,), float("nan"), dtype=t.dtype, device=t.device)
+    view = whole[..., :t.shape[-1]]
+    view.copy_(t)
+    return view, whole
+
+
 def run_case(w, target, launcher, size, report, stream):
     import torch
     name = f"{w.name}.{target}"
     label = compact(w.label(size))
+    # Tensors as views of rows longer by `pad[name]` elements, padded with
+    # NaN: a kernel that reads or writes past a row's end shows.
+    pads = size.get("pad", {})
+    if pads:
+        label += " rows+" + ",".join(f"{n}{p}" for n, p in pads.items())
+    wholes = {}
     try:
         inputs = w.make_inputs(size)
         outputs = w.make_outputs(size)
+        for tensors_ in (inputs, outputs):
+            for pname, pad in pads.items():
+                if pname in tensors_:
+                    tensors_[pname], wholes[pname] = widened(tensors_[pname], pad)
         tensors = {**inputs, **outputs}
         descs = [tg.from_torch(tensors[p.name]) for p in w.params]
         torch.cuda.synchronize()
@@ -283,6 +302,12 @@ def run_case(w, target, launcher, size, report, stream):
                 part += f"(maxabs {maxabs:.1e})"
             if unwritten:
                 part += f"[{unwritten} unwritten]"
+            if p.name in wholes:
+                past_end = int((~torch.isnan(wholes[p.name][..., out.shape[-1]:])).sum().item())
+                good &= past_end == 0
+                ok &= good
+                if past_end:
+                    part += f"[{past_end} written past the rows' end]"
             if not good:
                 part += f"[tol {tol:g}]"
             parts.append(part)
@@ -372,6 +397,8 @@ def main(argv=None):
     for w, target, launcher, lib in loaded:
         check_layout(lib, f"{w.name}.{target}", report)
         for size in w.check_sizes:
+            if "targets" in size and target.split("@")[0] not in size["targets"]:
+                continue
             if not alive:
                 report.line("FAIL", f"{w.name}.{target}", compact(w.label(size)), "not run: CUDA context lost earlier")
                 continue

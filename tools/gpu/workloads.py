@@ -113,7 +113,15 @@ class Gemm(Workload):
     tolerances = {"C": 1e-2}
     check_sizes = [dict(M=m, N=n, K=k) for m, n, k in
                    [(128, 128, 128), (1000, 1000, 1000), (257, 520, 136), (2048, 2048, 2048), (4000, 4000, 4000),
-                    (4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (4096, 4096, 16384)]]
+                    (4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (4096, 4096, 16384)]] + [
+        # Rows longer than the tensors: 16-byte aligned strides with ragged
+        # rows (A's, and C's, whose last 16 bytes are partial: sm_80 only,
+        # as the sm_90a launcher rejects rows that bulk tensor stores would
+        # overrun), and C's rows only 4-byte aligned (sm_80 only: bulk
+        # tensor copies need 16).
+        dict(M=130, N=1000, K=129, pad=dict(A=7, B=8, C=8)),
+        dict(M=130, N=1001, K=129, pad=dict(A=7, B=7, C=7), targets=("sm_80",)),
+        dict(M=130, N=1000, K=136, pad=dict(C=2), targets=("sm_80",))]
     bench_sizes = [dict(M=s, N=s, K=s) for s in (2048, 4096, 8192)]
     quick_sizes = [dict(M=s, N=s, K=s) for s in (4096, 8192)]
     argcheck_size = dict(M=128, N=128, K=128)

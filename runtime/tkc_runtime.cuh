@@ -138,6 +138,34 @@ template <typename T> __device__ __forceinline__ uint32_t pack2(T lo, T hi) {
          (static_cast<uint32_t>(*reinterpret_cast<uint16_t *>(&hi)) << 16);
 }
 
+/// The 16-bit value in half `which` (0: low) of a packed register.
+template <typename T> __device__ __forceinline__ T half_of(uint32_t packed, int which) {
+  uint16_t bits = static_cast<uint16_t>(packed >> (which * 16));
+  return *reinterpret_cast<T *>(&bits);
+}
+
+/// Transposes a 4 x 4 matrix of registers held by the four lanes of a quad
+/// (lane q holds row q): afterwards lane q holds column q. Every lane of the
+/// warp takes part (two rounds of two shuffles).
+__device__ __forceinline__ void transpose_quad(uint32_t (&v)[4]) {
+  const int lane = threadIdx.x % 32;
+  const bool odd_pair = lane & 2, odd = lane & 1;
+  uint32_t r0 = __shfl_xor_sync(0xffffffffu, odd_pair ? v[0] : v[2], 2);
+  uint32_t r1 = __shfl_xor_sync(0xffffffffu, odd_pair ? v[1] : v[3], 2);
+  if (odd_pair) {
+    v[0] = r0, v[1] = r1;
+  } else {
+    v[2] = r0, v[3] = r1;
+  }
+  r0 = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[1], 1);
+  r1 = __shfl_xor_sync(0xffffffffu, odd ? v[2] : v[3], 1);
+  if (odd) {
+    v[0] = r0, v[2] = r1;
+  } else {
+    v[1] = r0, v[3] = r1;
+  }
+}
+
 // --- global memory, 16 bytes at a time -------------------------------------------
 
 __device__ __forceinline__ uint4 load_global_16(const void *ptr) { return *reinterpret_cast<const uint4 *>(ptr); }

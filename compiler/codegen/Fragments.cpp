@@ -129,6 +129,25 @@ Fragment fragmentOf(const Type &type, const WarpCoords &warp) {
   return f;
 }
 
+QuadChunks quadChunksOf(const Type &type, const WarpCoords &warp) {
+  QuadChunks q;
+  const Layout &l = type.layout;
+  if (l.kind != LayoutKind::Acc || type.shape.size() != 2 || dtypeBytes(type.dtype) != 2)
+    return q;
+  int64_t wm = type.shape[0] / l.warpsM, wn = type.shape[1] / l.warpsN;
+  if (wn % 32 != 0)
+    return q;
+  q.source = fragmentOf(type, warp);
+  q.chunks.coords = {{"i", int(wm / 16)}, {"g", int(wn / 32)}, {"h", 2}};
+  q.chunks.row = fmt::format("{} * {} + i * 16 + lane / 4 + h * 8", warp.row, wm);
+  q.chunks.col = fmt::format("{} * {} + (g * 4 + lane % 4) * 8", warp.col, wn);
+  return q;
+}
+
+std::string QuadChunks::pairSource(const std::string &k) const {
+  return source.flatIndex({"i", fmt::format("g * 4 + {}", k), "h * 2"});
+}
+
 int operandACount(const Type &type) {
   int64_t wm = type.shape[0] / type.layout.warpsM;
   return static_cast<int>(wm / 16 * (type.shape[1] / 16) * 4);

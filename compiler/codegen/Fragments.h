@@ -52,6 +52,21 @@ WarpCoords warpCoordsIn(const ir::Layout &layout, int kernelWarpsN, bool inRole 
 /// StripRow, StripCol; OperandA has its own packed form).
 Fragment fragmentOf(const ir::Type &type, const WarpCoords &warp = {});
 
+/// An accumulator tile of 16-bit values as rows of 16-byte chunks: the four
+/// lanes of a quad together hold 4 x 8 consecutive columns of a row (each
+/// lane a pair of every 8), and after `tkc::transpose_quad` each lane holds
+/// one 8-column chunk. `chunks` enumerates a lane's chunks (coordinates i,
+/// g, h) with the row and first column of each; `pairSource(k)` is the flat
+/// index, in the accumulator's own fragment, of the pair that lane k of the
+/// quad contributes to chunk (i, g, h). Empty (no coordinates) where the
+/// columns of a warp do not come in groups of 32.
+struct QuadChunks {
+  Fragment chunks;
+  Fragment source;
+  std::string pairSource(const std::string &k) const;
+};
+QuadChunks quadChunksOf(const ir::Type &type, const WarpCoords &warp = {});
+
 /// Registers per thread of an OperandA tile: 4 per 16x16 block.
 int operandACount(const ir::Type &type);
 

@@ -108,6 +108,7 @@ private:
   bool emitLoad(const ir::Op &op);
   std::string declareSharedTile(const ir::Op &op);
   bool emitStore(const ir::Op &op);
+  bool emitChunkedStore(const ir::Value *tile, const GlobalAccess &access, const std::string &all);
   void emitSharedCopy(const ir::Op &op, const std::string &dstAddr, const ir::Type &tile, const ir::Value *global,
                       size_t firstOffset, const std::string &pred);
   void emitSmemAlloc(const ir::Op &op);

@@ -22,7 +22,9 @@
 // and waited for right before its result is first read, except products
 // that only feed the next iteration (accumulators): they stay in flight
 // until the next iteration first reads one of them, after issuing that
-// iteration's first products, and the slot they read is released there. With
+// iteration's first products, and the slot they read is released there.
+// Unless a product is rotated (below), each streamed tile has a `full`
+// barrier of its own, waited for right before the tile is first read. With
 // exactly two products (scores, then the accumulator), the accumulator's
 // product moves one iteration later, behind the next scores, so that the
 // softmax between them overlaps it (see rotateDeferred). Tiles
@@ -67,7 +69,13 @@ public:
     Op &yield = *body.ops.back();
     bool chain = mmas_.size() == 1 && resident_.empty() && mmas_[0]->operands[2] == body.args[1].get() &&
                  yield.operands.size() == 1 && yield.operands[0] == mmas_[0]->result();
-    buildProducer();
+    // In a loop of several products each issued in its iteration (the
+    // attention backward's), each tile gets a barrier of its own, so that a
+    // product waits only for its operands: dP^T for dO, not S^T. A GEMM step
+    // reads all its tiles at once; in the attention forward the values are
+    // read by the product issued an iteration late, where their wait cost
+    // more than the first iteration gained (1-3% on the H200).
+    buildProducer(/*barrierPerTile=*/!chain && !rotatesDeferred());
     readSlotsInConsumer();
     if (chain) {
       scheduleChain();
@@ -100,7 +108,7 @@ private:
   /// Slot buffers and barriers before the loop, the resident tiles' copies,
   /// and the producer loop: a clone of the loop's address arithmetic and
   /// its loads, as bulk copies into the slots.
-  void buildProducer() {
+  void buildProducer(bool barrierPerTile) {
     Block &outer = *loop_.parent;
     Builder b(outer, passes::positionOf(loop_));
     b.setLoc(loop_.loc);
@@ -109,8 +117,11 @@ private:
     for (Op *load : resident_)
       residentBuffers_.push_back(staged(b, load, 1, "once_buf"));
     Type barType = Type::tile(DType::I32, {stages_, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1});
-    full_ = b.value(OpKind::SmemAlloc, {}, barType);
-    full_->nameHint = "full";
+    for (size_t i = 0; i < (barrierPerTile ? streamed_.size() : 1); ++i) {
+      Value *full = b.value(OpKind::SmemAlloc, {}, barType);
+      full->nameHint = barrierPerTile ? streamed_[i]->result()->nameHint + "_full" : "full";
+      fulls_.push_back(full);
+    }
     empty_ = b.value(OpKind::SmemAlloc, {}, barType);
     empty_->nameHint = "empty";
     if (!resident_.empty()) {
@@ -118,16 +129,14 @@ private:
                       Type::tile(DType::I32, {1, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1}));
       once_->nameHint = "once";
     }
-    b.create(OpKind::MbarrierInit, {full_}, {}, {{"count", Attr(int64_t(1))}});
+    for (Value *full : fulls_)
+      b.create(OpKind::MbarrierInit, {full}, {}, {{"count", Attr(int64_t(1))}});
     b.create(OpKind::MbarrierInit, {empty_}, {}, {{"count", Attr(int64_t(consumerWarps_))}});
     if (once_)
       b.create(OpKind::MbarrierInit, {once_}, {}, {{"count", Attr(int64_t(1))}});
     b.create(OpKind::Barrier, {}, {});
     base_ = b.constInt(0);
     base_->nameHint = "it_base";
-    int64_t stageBytes = 0;
-    for (Op *load : streamed_)
-      stageBytes += passes::sharedBufferBytes(load->result()->type);
 
     // Resident tiles: the producer copies them first, on their own barrier.
     if (once_) {
@@ -155,11 +164,16 @@ private:
     pb.setLoc(loop_.loc);
     Value *it = iteration(pb, pk);
     pb.create(OpKind::MbarrierWait, {empty_, it}, {}, {{"release", Attr(int64_t(1))}});
-    pb.create(OpKind::MbarrierExpectTx, {full_, it}, {}, {{"bytes", Attr(stageBytes)}});
+    // Each barrier expects the bytes of the tiles it tracks.
+    std::vector<int64_t> expected(fulls_.size(), 0);
+    for (size_t i = 0; i < streamed_.size(); ++i)
+      expected[fullIndex(i)] += passes::sharedBufferBytes(streamed_[i]->result()->type);
     std::map<Value *, Value *> cloned;
     for (size_t i = 0; i < streamed_.size(); ++i) {
       Op *load = streamed_[i];
-      std::vector<Value *> operands{buffers_[i], it, full_, load->operands[0]};
+      if (fulls_.size() > 1 || i == 0)
+        pb.create(OpKind::MbarrierExpectTx, {fulls_[fullIndex(i)], it}, {}, {{"bytes", Attr(expected[fullIndex(i)])}});
+      std::vector<Value *> operands{buffers_[i], it, fulls_[fullIndex(i)], load->operands[0]};
       for (size_t j = 1; j < load->operands.size(); ++j)
         operands.push_back(passes::cloneForIteration(pb, loop_, load->operands[j], pk, cloned));
       std::map<std::string, Attr> attrs{{"sizes", load->attrs.at("sizes")}};
@@ -169,8 +183,13 @@ private:
     pb.create(OpKind::Yield, {}, {});
   }
 
+  /// The barrier of streamed tile i.
+  size_t fullIndex(size_t i) const { return fulls_.size() > 1 ? i : 0; }
+
   /// The consumer is the original loop: it waits for the resident tiles
-  /// once, and in each iteration for its slot, and reads the tiles there.
+  /// once, and in each iteration for its slot, and reads the tiles there
+  /// (at the top of the body; with a barrier per tile, sinkTileWaits later
+  /// moves each wait down to the tile's first reader).
   void readSlotsInConsumer() {
     Block &body = *loop_.body;
     if (once_) {
@@ -189,13 +208,33 @@ private:
     Builder cb(body, body.ops.begin());
     cb.setLoc(loop_.loc);
     it_ = iteration(cb, body.args[0].get());
-    cb.create(OpKind::MbarrierWait, {full_, it_}, {}, {{"release", Attr(int64_t(0))}});
+    if (fulls_.size() == 1)
+      cb.create(OpKind::MbarrierWait, {fulls_[0], it_}, {}, {{"release", Attr(int64_t(0))}});
     Value *slot = cb.value(OpKind::Rem, {it_, cb.constInt(stages_)}, scalarI32());
     slot->nameHint = "slot";
     for (size_t i = 0; i < streamed_.size(); ++i) {
+      if (fulls_.size() > 1)
+        tileWaits_.push_back(cb.create(OpKind::MbarrierWait, {fulls_[i], it_}, {}, {{"release", Attr(int64_t(0))}}));
       Value *view = cb.value(OpKind::StageView, {buffers_[i], slot}, streamed_[i]->result()->type);
       view->nameHint = streamed_[i]->result()->nameHint;
       replaceAllUsesIn(body, streamed_[i]->result(), view);
+      views_.push_back(view);
+    }
+  }
+
+  /// With a barrier per tile, each tile's wait (and view) moves down to
+  /// right before the op that first reads the tile, once the products have
+  /// been issued early: a product waits only for its own operands.
+  void sinkTileWaits() {
+    if (fulls_.size() < 2)
+      return;
+    Block &body = *loop_.body;
+    for (size_t i = 0; i < views_.size(); ++i) {
+      Op &wait = *tileWaits_[i], &view = *views_[i]->definingOp;
+      auto firstRead = std::find_if(std::next(passes::positionOf(view)), body.ops.end(),
+                                    [&](const std::unique_ptr<Op> &op) { return passes::reads(*op, views_[i]); });
+      body.ops.splice(firstRead, body.ops, passes::positionOf(wait));
+      body.ops.splice(firstRead, body.ops, passes::positionOf(view));
     }
   }
 
@@ -257,6 +296,7 @@ private:
     Op &yield = *body.ops.back();
     prefetchRegisterLoads();
     mmas_ = issueEarly(body);
+    sinkTileWaits();
     std::vector<Value *> deferredArgs, deferredResults;
     passes::UseCounts uses = passes::countUses(body);
     for (Op *mma : mmas_)
@@ -480,6 +520,22 @@ private:
 
   /// Whether `v` is a product left in flight: one yielded for a loop-carried
   /// value in `deferredArgs`.
+  /// Whether scheduleProducts will rotate the second of two products (see
+  /// rotateDeferred): the second only feeds the next iteration, the first
+  /// does not.
+  bool rotatesDeferred() const {
+    if (mmas_.size() != 2)
+      return false;
+    const Block &body = *loop_.body;
+    const Op &yield = *body.ops.back();
+    passes::UseCounts uses = passes::countUses(const_cast<Block &>(body));
+    auto onlyFeedsNext = [&](const Op *mma) {
+      return uses[mma->result()] == 1 &&
+             std::find(yield.operands.begin(), yield.operands.end(), mma->result()) != yield.operands.end();
+    };
+    return onlyFeedsNext(mmas_[1]) && !onlyFeedsNext(mmas_[0]);
+  }
+
   static bool isDeferred(const Op &yield, const Block &body, const Value *v, const std::vector<Value *> &deferredArgs) {
     for (size_t i = 0; i < yield.operands.size(); ++i)
       if (yield.operands[i] == v)
@@ -654,9 +710,15 @@ private:
   int consumerWarps_ = 0;
   /// Slot buffers of the streamed and the resident tiles, in their order.
   std::vector<Value *> buffers_, residentBuffers_;
-  /// The slots' barriers (`full`: copies landed; `empty`: consumers done)
-  /// and the resident tiles' one.
-  Value *full_ = nullptr, *empty_ = nullptr, *once_ = nullptr;
+  /// The slots' barriers (`full`: copies landed, one for all the tiles of
+  /// a slot or one per tile; `empty`: consumers done) and the resident
+  /// tiles' one.
+  std::vector<Value *> fulls_;
+  Value *empty_ = nullptr, *once_ = nullptr;
+  /// In the consumer: each streamed tile's view of its slot and, with a
+  /// barrier per tile, the wait for it.
+  std::vector<Value *> views_;
+  std::vector<Op *> tileWaits_;
   /// The iteration-number base (see the file comment) and the consumer's
   /// iteration number.
   Value *base_ = nullptr, *it_ = nullptr;

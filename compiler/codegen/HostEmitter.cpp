@@ -59,17 +59,22 @@ std::string hostExpr(const Op &op, const std::map<const Value *, std::string> &n
   }
 }
 
+/// The kernel's `index`-th tensor parameter.
+const Value *tensorParameter(const Kernel &kernel, size_t index) {
+  size_t seen = 0;
+  for (auto &arg : kernel.body.args)
+    if (arg->type.isGlobal() && seen++ == index)
+      return arg.get();
+  return nullptr;
+}
+
 /// The alignment in bytes that the kernels' accesses to tensor parameter
 /// `index` need of its data pointer and row strides: 16 for 16-byte vector
 /// and asynchronous copies, 4 for pairs of 16-bit elements, else one element.
 int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
   int bytes = 1;
   for (const LaunchVariant &variant : variants) {
-    const Value *global = nullptr;
-    size_t seen = 0;
-    for (auto &arg : variant.kernel->body.args)
-      if (arg->type.isGlobal() && seen++ == index)
-        global = arg.get();
+    const Value *global = tensorParameter(*variant.kernel, index);
     int element = dtypeBytes(global->type.dtype);
     bytes = std::max(bytes, element);
     walk(const_cast<Block &>(variant.kernel->body), [&](Op &op) {
@@ -102,11 +107,7 @@ int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
 bool bulkStored(const std::vector<LaunchVariant> &variants, size_t index) {
   bool stored = false;
   for (const LaunchVariant &variant : variants) {
-    const Value *global = nullptr;
-    size_t seen = 0;
-    for (auto &arg : variant.kernel->body.args)
-      if (arg->type.isGlobal() && seen++ == index)
-        global = arg.get();
+    const Value *global = tensorParameter(*variant.kernel, index);
     walk(const_cast<Block &>(variant.kernel->body), [&](Op &op) {
       stored = stored || (op.kind == OpKind::TmaStore && op.operands[1] == global);
     });

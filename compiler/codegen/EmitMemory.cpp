@@ -223,10 +223,9 @@ bool KernelEmitter::emitStore(const Op &op) {
 
 /// An accumulator tile of 16-bit values leaves in 16-byte chunks where the
 /// tensor is aligned for them: each quad of lanes transposes its 4 x 4
-/// pairs so that a lane holds 8 consecutive columns. The lanes of a warp
-/// then write 8 rows x 64 bytes per store rather than 8 rows x 16 bytes,
-/// a quarter of the stores and of the memory transactions (a warp's pair
-/// stores each touch 8 lines, as the vector stores do). Opens the branch of
+/// pairs so that a lane holds 8 consecutive columns. A warp's store then
+/// writes 64 bytes of each of 8 rows rather than 16: a quarter of the
+/// stores, each touching as many lines as before. Opens the branch of
 /// the aligned case, whose `else` the caller fills with the pair stores;
 /// false (nothing printed) where the layout has no such chunks.
 bool KernelEmitter::emitChunkedStore(const Value *tile, const GlobalAccess &access, const std::string &all) {

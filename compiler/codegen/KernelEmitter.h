@@ -142,11 +142,11 @@ private:
   const SourceManager *sources_;
   CodeWriter &out_;
   DiagnosticEngine &diags_;
-  /// Ops whose work another op's emission does inline (the rounding and
-  /// masking of an A operand that `convert` packs straight from f32).
   /// How many ops read each value, across the whole kernel.
   std::map<const ir::Value *, int> uses_;
   void countUses();
+  /// Ops whose work another op's emission does inline (the rounding and
+  /// masking of an A operand that `convert` packs straight from f32).
   std::set<const ir::Op *> absorbed_;
   void findAbsorbedOps();
   /// Zero fills that only start one wgmma product while others are in

@@ -301,7 +301,7 @@ private:
     passes::UseCounts uses = passes::countUses(body);
     for (Op *mma : mmas_)
       for (size_t i = 0; i < yield.operands.size(); ++i)
-        if (yield.operands[i] == mma->result() && uses[mma->result()] == 1) {
+        if (yield.operands[i] == mma->result() && onlyFeedsNextIteration(*mma, uses)) {
           deferredArgs.push_back(body.args[1 + i].get());
           deferredResults.push_back(loop_.results[i].get());
         }
@@ -518,24 +518,26 @@ private:
     return std::any_of(def->operands.begin(), def->operands.end(), [&](Value *o) { return dependsOnCarried(o); });
   }
 
-  /// Whether `v` is a product left in flight: one yielded for a loop-carried
-  /// value in `deferredArgs`.
+  /// Whether a product's only reader is the loop's yield: it feeds nothing
+  /// but the next iteration, and may stay in flight until then.
+  bool onlyFeedsNextIteration(const Op &mma, passes::UseCounts &uses) const {
+    const Op &yield = *loop_.body->ops.back();
+    return uses[mma.result()] == 1 &&
+           std::find(yield.operands.begin(), yield.operands.end(), mma.result()) != yield.operands.end();
+  }
+
   /// Whether scheduleProducts will rotate the second of two products (see
   /// rotateDeferred): the second only feeds the next iteration, the first
   /// does not.
   bool rotatesDeferred() const {
     if (mmas_.size() != 2)
       return false;
-    const Block &body = *loop_.body;
-    const Op &yield = *body.ops.back();
-    passes::UseCounts uses = passes::countUses(const_cast<Block &>(body));
-    auto onlyFeedsNext = [&](const Op *mma) {
-      return uses[mma->result()] == 1 &&
-             std::find(yield.operands.begin(), yield.operands.end(), mma->result()) != yield.operands.end();
-    };
-    return onlyFeedsNext(mmas_[1]) && !onlyFeedsNext(mmas_[0]);
+    passes::UseCounts uses = passes::countUses(*loop_.body);
+    return onlyFeedsNextIteration(*mmas_[1], uses) && !onlyFeedsNextIteration(*mmas_[0], uses);
   }
 
+  /// Whether `v` is a product left in flight: one yielded for a loop-carried
+  /// value in `deferredArgs`.
   static bool isDeferred(const Op &yield, const Block &body, const Value *v, const std::vector<Value *> &deferredArgs) {
     for (size_t i = 0; i < yield.operands.size(); ++i)
       if (yield.operands[i] == v)

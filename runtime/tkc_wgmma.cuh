@@ -33,6 +33,36 @@ __device__ __forceinline__ void wgmma_m64n32k16_f32_f16(float (&d)[16], uint64_t
       : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)), "n"(TransB), "n"(TransA));
 }
 
+/// d (64 x 48, f32) = a (64 x 16) * b (16 x 48) + (accumulate ? d : 0), bf16; a and b from
+/// shared memory descriptors; TransB = 1 reads b N-major (rows of b contiguous in shared
+/// memory); TransA = 1 reads a M-major (a given as [K, M], rows of a^T contiguous).
+template <int TransB, int TransA = 0>
+__device__ __forceinline__ void wgmma_m64n48k16_f32_bf16(float (&d)[24], uint64_t desc_a, uint64_t desc_b,
+                                                      bool accumulate = true) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, "
+      "%24, %25, p, 1, 1, %28, %27;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+      : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)), "n"(TransB), "n"(TransA));
+}
+
+/// d (64 x 48, f32) = a (64 x 16) * b (16 x 48) + (accumulate ? d : 0), f16; a and b from
+/// shared memory descriptors; TransB = 1 reads b N-major (rows of b contiguous in shared
+/// memory); TransA = 1 reads a M-major (a given as [K, M], rows of a^T contiguous).
+template <int TransB, int TransA = 0>
+__device__ __forceinline__ void wgmma_m64n48k16_f32_f16(float (&d)[24], uint64_t desc_a, uint64_t desc_b,
+                                                      bool accumulate = true) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, "
+      "%24, %25, p, 1, 1, %28, %27;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+      : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)), "n"(TransB), "n"(TransA));
+}
+
 /// d (64 x 64, f32) = a (64 x 16) * b (16 x 64) + (accumulate ? d : 0), bf16; a and b from
 /// shared memory descriptors; TransB = 1 reads b N-major (rows of b contiguous in shared
 /// memory); TransA = 1 reads a M-major (a given as [K, M], rows of a^T contiguous).
@@ -178,6 +208,34 @@ __device__ __forceinline__ void wgmma_rs_m64n32k16_f32_f16(float (&d)[16], uint3
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
       "{%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(int(accumulate)), "n"(TransB));
+}
+
+/// d (64 x 48, f32) = a (64 x 16, bf16, the warp's mma.sync-style A fragment in registers
+/// a0-a3) * b (16 x 48) from a shared memory descriptor + (accumulate ? d : 0).
+template <int TransB>
+__device__ __forceinline__ void wgmma_rs_m64n48k16_f32_bf16(float (&d)[24], uint32_t a0, uint32_t a1, uint32_t a2,
+                                                         uint32_t a3, uint64_t desc_b, bool accumulate = true) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %29, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, "
+      "{%24, %25, %26, %27}, %28, p, 1, 1, %30;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(int(accumulate)), "n"(TransB));
+}
+
+/// d (64 x 48, f32) = a (64 x 16, f16, the warp's mma.sync-style A fragment in registers
+/// a0-a3) * b (16 x 48) from a shared memory descriptor + (accumulate ? d : 0).
+template <int TransB>
+__device__ __forceinline__ void wgmma_rs_m64n48k16_f32_f16(float (&d)[24], uint32_t a0, uint32_t a1, uint32_t a2,
+                                                         uint32_t a3, uint64_t desc_b, bool accumulate = true) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %29, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, "
+      "{%24, %25, %26, %27}, %28, p, 1, 1, %30;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(int(accumulate)), "n"(TransB));
 }
 

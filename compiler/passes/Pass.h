@@ -37,7 +37,7 @@ inline int intendedBlocksPerSm(int consumerWarps) { return consumerWarps == 4 ? 
 
 /// The wgmma widths (n of m64nNk16) that codegen emits; the runtime has a
 /// wrapper for each (tools/gen_wgmma.py).
-inline bool isWgmmaWidth(int64_t n) { return n == 32 || n == 64 || n == 96 || n == 128 || n == 256; }
+inline bool isWgmmaWidth(int64_t n) { return n == 32 || n == 48 || n == 64 || n == 96 || n == 128 || n == 256; }
 
 /// A pass reads the module and rewrites it in place. It reports problems
 /// through the diagnostic engine and returns false if it could not finish.

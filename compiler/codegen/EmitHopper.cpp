@@ -56,6 +56,21 @@ void KernelEmitter::addTensorMapParams(std::vector<std::string> &params) {
     params.push_back(fmt::format("const __grid_constant__ CUtensorMap {}_tmap", name(use.global)));
 }
 
+/// The tensor maps are kernel parameters, which the bulk copy engine reads
+/// through the constant path on a copy's first use of each; one thread
+/// prefetching them while the block sets up its barriers takes that latency
+/// off the first copies (the query tile and the first key and value tiles
+/// of an attention block, each block's first panels of a GEMM).
+void KernelEmitter::emitTensorMapPrefetch() {
+  std::vector<TensorMapUse> maps = tensorMapsOf(kernel_);
+  if (maps.empty())
+    return;
+  std::string prefetches;
+  for (const TensorMapUse &use : maps)
+    prefetches += fmt::format(" tkc::prefetch_tensor_map(&{}_tmap);", name(use.global));
+  out_.line("if (threadIdx.x == 0) {{{} }}", prefetches);
+}
+
 /// The address of mbarrier `iteration % S` of an #mbarrier buffer.
 std::string KernelEmitter::barrierAddress(const Value *bars, const std::string &iteration) {
   if (bars->type.shape[0] == 1)

@@ -213,6 +213,7 @@ bool KernelEmitter::emit() {
     out_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
   out_.line("const int warp_m = warp / {}, warp_n = warp % {};", warpsN, warpsN);
   out_.line("(void)smem_base; (void)warp_m; (void)warp_n;");
+  emitTensorMapPrefetch();
   emitBlock(kernel_.body);
   out_.close();
   return ok_;

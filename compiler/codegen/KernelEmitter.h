@@ -127,6 +127,8 @@ private:
   /// (setmaxnreg) leave room for; 0 without roles.
   int blocksForRoleRegisters() const;
   void addTensorMapParams(std::vector<std::string> &params);
+  /// Fetches the tensor maps ahead, before the first bulk copies need them.
+  void emitTensorMapPrefetch();
   std::string barrierAddress(const ir::Value *bars, const std::string &iteration);
   void closeRoleIssuers();
   std::string panelAddress(const std::string &base, const ir::Type &tile);

@@ -212,6 +212,7 @@ public:
     Value *consumerDone = moveInto(consumerTiles, consumerOps, tilesX, tilesY, first, stride, perTileIters);
     if (!onceCopies_.empty())
       releaseResidentTiles(producerDone, consumerDone);
+    continueTurnsAcrossTiles(consumerTiles);
 
     // Per-tile prelude values are recomputed inside the roles now.
     for (auto it = body.ops.end(); it != body.ops.begin();) {
@@ -391,10 +392,86 @@ private:
     auto drained = std::find_if(at, tile.ops.end(), [](const std::unique_ptr<Op> &op) {
       return op->kind == OpKind::WgmmaWait && op->intAttr("pending") == 0;
     });
-    Builder after(tile, drained == tile.ops.end() ? at : std::next(drained));
+    bool readLater = residentTilesReadAfterLoop();
+    Builder after(tile, drained == tile.ops.end() || !readLater ? at : std::next(drained));
     after.setLoc(consumer_.loc);
     Value *always = after.value(OpKind::Const, {}, Type::scalar(DType::I1), {{"value", Attr(int64_t(1))}});
     after.create(OpKind::MbarrierArrive, {released, consumerDone, always}, {});
+  }
+
+  /// Whether the resident tiles may still be read once the consumer loop
+  /// has ended: by a product in flight across its end (issued in the body
+  /// and not waited for there) or by anything after it. If not, the
+  /// consumers release them right after the loop rather than after the
+  /// products in flight, so that the producer copies the next tile's while
+  /// they drain and store this one.
+  bool residentTilesReadAfterLoop() const {
+    std::set<Value *> buffers;
+    for (Op *copy : onceCopies_)
+      if (copy->kind == OpKind::TmaLoad)
+        buffers.insert(copy->operands[0]);
+    auto readsResident = [&](const Op &op) {
+      return std::any_of(op.operands.begin(), op.operands.end(), [&](Value *v) {
+        return buffers.count(v) || (v->definingOp && v->definingOp->kind == OpKind::StageView &&
+                                    buffers.count(v->definingOp->operands[0]));
+      });
+    };
+    Block &body = *consumer_.body;
+    std::set<Value *> waited;
+    walk(body, [&](Op &op) {
+      if (op.kind == OpKind::WgmmaWait)
+        waited.insert(op.operands.begin(), op.operands.end());
+    });
+    bool later = false;
+    walk(body, [&](Op &op) {
+      later |= op.kind == OpKind::Wgmma && !waited.count(op.result()) && readsResident(op);
+    });
+    Block &tile = *consumer_.parent;
+    for (auto it = std::next(passes::positionOf(consumer_)); it != tile.ops.end(); ++it) {
+      later |= readsResident(**it);
+      if ((*it)->body)
+        walk(*(*it)->body, [&](Op &op) { later |= readsResident(op); });
+    }
+    return later;
+  }
+
+  /// The consumer warpgroups' turns (hopper-pipeline: takeTurns) run in a
+  /// ring that starts, as written, with the last warpgroup's hand-over before
+  /// the loop and closes with the first warpgroup's wait before its final
+  /// product. Per tile, that would make the first warpgroup wait at each
+  /// tile's start for the last one to finish the previous tile (its stores
+  /// included), so that all of them drain, store and refill together while
+  /// the tensor cores idle. Instead the ring runs on across tiles: the
+  /// opening hand-over happens once, before the tile loop; the last
+  /// warpgroup hands over again once its final product is issued (the
+  /// first warpgroup's first turn of the next tile, which then overlaps the
+  /// others' stores); and the first warpgroup takes the one left over after
+  /// the tile loop, so that every barrier phase completes.
+  void continueTurnsAcrossTiles(Block &tileBody) {
+    auto turn = [&](OpKind kind, const char *only) {
+      auto it = std::find_if(tileBody.ops.begin(), tileBody.ops.end(), [&](const std::unique_ptr<Op> &op) {
+        return op->kind == kind && op->strAttr("only", "all") == only;
+      });
+      return it == tileBody.ops.end() ? nullptr : it->get();
+    };
+    Op *opening = turn(OpKind::TurnPass, "last");
+    Op *closing = turn(OpKind::TurnWait, "first");
+    if (!opening || !closing)
+      return;
+    auto commit = std::find_if(std::next(passes::positionOf(*closing)), tileBody.ops.end(),
+                               [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::WgmmaCommit; });
+    if (commit == tileBody.ops.end())
+      return;
+    Op &tileLoop = *tileBody.parentOp;
+    Block &outer = *tileLoop.parent;
+    outer.ops.splice(passes::positionOf(tileLoop), tileBody.ops, passes::positionOf(*opening));
+    opening->parent = &outer;
+    Builder handOver(tileBody, std::next(commit));
+    handOver.setLoc(closing->loc);
+    handOver.create(OpKind::TurnPass, {}, {}, {{"only", Attr(std::string("last"))}});
+    Builder leftOver(outer, std::next(passes::positionOf(tileLoop)));
+    leftOver.setLoc(closing->loc);
+    leftOver.create(OpKind::TurnWait, {}, {}, {{"only", Attr(std::string("first"))}});
   }
 
   Kernel &kernel_;

@@ -28,9 +28,13 @@
 //     persistent too: its tiles go in launch order (x fastest, then y, then
 //     z), the producer copies each tile's resident tiles on the `once`
 //     barrier, now with one phase per tile, after the consumers have
-//     released the previous tile's on a barrier of their own (`once_empty`,
-//     once the products in flight after their loop are done), so that the
-//     next tile's copies overlap the current tile's stores. (Whether that pays
+//     released the previous tile's on a barrier of their own (`once_empty`:
+//     right after their loop, or once the products in flight after it are
+//     done where those read the tiles), so that the next tile's copies
+//     overlap the current tile's last products and stores. The consumer
+//     warpgroups' turns at issuing (hopper-pipeline) run on from tile to
+//     tile, so that the first warpgroup starts the next tile while the
+//     others finish this one. (Whether that pays
 //     depends on the schedule: on the H200 it did for the D = 64 attention
 //     forward's short tiles and cost 1-2% at D = 128, hence a hint.)
 //   * `persistent(0)` keeps any kernel's grid.

@@ -41,18 +41,39 @@ __device__ __forceinline__ void red_add_f32(float *p, float v) {
   asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p), "f"(v) : "memory");
 }
 
-/// Adds `a` and `b` to the two f32 at `p`: one vector reduction on sm_90 when
-/// `p` is 8-byte aligned, which takes half the L2's time of two.
-__device__ __forceinline__ void red_add_f32x2(float *p, float a, float b) {
-#if __CUDA_ARCH__ >= 900
-  if ((reinterpret_cast<uintptr_t>(p) & 7) == 0) {
-    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
-    return;
-  }
-#endif
-  red_add_f32(p, a);
-  red_add_f32(p + 1, b);
+// Predicated forms: one guarded instruction rather than a branch around the
+// call, so that the compiler keeps the address arithmetic of a tile's
+// reductions in one straight line, shared between them, instead of sinking
+// a copy of it under each branch.
+
+/// `red_add_f32` where `pred` holds.
+__device__ __forceinline__ void red_add_f32_if(bool pred, float *p, float v) {
+  asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %2, 0;\n @q red.global.add.f32 [%0], %1;\n}\n" ::"l"(p), "f"(v),
+               "r"(int(pred))
+               : "memory");
 }
+
+/// Adds `a` and `b` to the two f32 at `p` where `pred` holds: one vector
+/// reduction on sm_90 when `p` is 8-byte aligned, which takes half the L2's
+/// time of two.
+__device__ __forceinline__ void red_add_f32x2_if(bool pred, float *p, float a, float b) {
+#if __CUDA_ARCH__ >= 900
+  const bool pair = (reinterpret_cast<uintptr_t>(p) & 7) == 0;
+  asm volatile("{\n .reg .pred v, s;\n setp.ne.b32 v, %3, 0;\n setp.ne.b32 s, %4, 0;\n"
+               " @v red.global.add.v2.f32 [%0], {%1, %2};\n"
+               " @s red.global.add.f32 [%0], %1;\n @s red.global.add.f32 [%0+4], %2;\n}\n" ::"l"(p),
+               "f"(a), "f"(b), "r"(int(pred && pair)), "r"(int(pred && !pair))
+               : "memory");
+#else
+  asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %3, 0;\n"
+               " @q red.global.add.f32 [%0], %1;\n @q red.global.add.f32 [%0+4], %2;\n}\n" ::"l"(p), "f"(a),
+               "f"(b), "r"(int(pred))
+               : "memory");
+#endif
+}
+
+/// Adds `a` and `b` to the two f32 at `p`.
+__device__ __forceinline__ void red_add_f32x2(float *p, float a, float b) { red_add_f32x2_if(true, p, a, b); }
 
 // --- register -> shared stores ----------------------------------------------------
 

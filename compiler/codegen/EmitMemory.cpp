@@ -13,6 +13,10 @@ std::vector<int64_t> checkedDims(const Op &op, size_t rank) {
     checked.assign(rank, 1); // without the tail pass's proof, check everything
   return checked;
 }
+/// `all && term`, without a `true &&` where nothing else is tested.
+std::string alsoTest(const std::string &all, const std::string &term) {
+  return all == "true" ? term : all + " && " + term;
+}
 } // namespace
 
 GlobalAccess KernelEmitter::describeAccess(const Op &op, const Value *global, size_t firstOffset) {
@@ -45,6 +49,8 @@ GlobalAccess KernelEmitter::describeAccess(const Op &op, const Value *global, si
       continue;
     }
     tileDims.push_back(d);
+    if (checked[d] && !g.dims[d].isStatic() && interiorTileCovers(g.dims[d].symbol, op.operands[firstOffset + d], sizes[d]))
+      checked[d] = 0;
     std::string bound = checked[d] ? (offset == "0" ? dimSize(d) : fmt::format("({} - {})", dimSize(d), offset)) : "";
     if (tileDims.size() == 1) {
       access.rowBound = bound;
@@ -118,7 +124,7 @@ bool KernelEmitter::emitLoad(const Op &op) {
     all += " && " + conditions[i];
   if (vectorized) {
     int pieces = 8 * dtypeBytes(result->type.dtype) / 16;
-    std::string full = access.colBound.empty() ? all : fmt::format("{} && col + 8 <= {}", all, access.colBound);
+    std::string full = access.colBound.empty() ? all : alsoTest(all, fmt::format("col + 8 <= {}", access.colBound));
     out_.open(fmt::format("if ({})", full));
     out_.open(fmt::format("TKC_UNROLL for (int piece = 0; piece < {}; ++piece)", pieces));
     out_.line("const uint4 v = tkc::load_global_16({} + piece * {});", address, 16 / dtypeBytes(result->type.dtype));
@@ -128,12 +134,12 @@ bool KernelEmitter::emitLoad(const Op &op) {
     out_.close();
     out_.dedent();
     out_.open("} else");
-    std::string partial = access.colBound.empty() ? all : fmt::format("{} && col + p < {}", all, access.colBound);
+    std::string partial = access.colBound.empty() ? all : alsoTest(all, fmt::format("col + p < {}", access.colBound));
     out_.line("TKC_UNROLL for (int p = 0; p < 8; ++p) {}[x + p] = {} ? ({})[p] : {};", name(result), partial, address,
               zero);
     out_.close();
   } else {
-    std::string ok = access.colBound.empty() ? all : fmt::format("{} && col < {}", all, access.colBound);
+    std::string ok = access.colBound.empty() ? all : alsoTest(all, fmt::format("col < {}", access.colBound));
     out_.line("{}[x] = {} ? *({}) : {};", name(result), ok, address, zero);
   }
   out_.close();
@@ -179,9 +185,11 @@ bool KernelEmitter::emitStore(const Op &op) {
     out_.line("(void)row;");
   std::string address = is2d ? fmt::format("dst + int64_t(row) * {} + col", access.rowStride)
                              : fmt::format("dst + int64_t(col) * {}", access.rowStride);
-  if (vectorized || pairs) {
+  if (accumulate) {
+    emitReductions(tile, access, all, address, pairs);
+  } else if (vectorized || pairs) {
     int width = step;
-    std::string full = access.colBound.empty() ? all : fmt::format("{} && col + {} <= {}", all, width, access.colBound);
+    std::string full = access.colBound.empty() ? all : alsoTest(all, fmt::format("col + {} <= {}", width, access.colBound));
     out_.open(fmt::format("if ({})", full));
     if (vectorized && 8 * dtypeBytes(tile->type.dtype) % 16 == 0) {
       int perPiece = 16 / dtypeBytes(tile->type.dtype);
@@ -192,33 +200,50 @@ bool KernelEmitter::emitStore(const Op &op) {
                 perPiece);
       out_.line("tkc::store_global_16({} + piece * {}, v);", address, perPiece);
       out_.close();
-    } else if (accumulate) {
-      out_.line("tkc::red_add_f32x2({}, {}[x], {}[x + 1]);", address, name(tile), name(tile));
     } else {
       out_.line("*reinterpret_cast<uint32_t *>({}) = tkc::pack2({}[x], {}[x + 1]);", address, name(tile), name(tile));
     }
     out_.dedent();
     out_.open("} else");
-    std::string partial = access.colBound.empty() ? all : fmt::format("{} && col + p < {}", all, access.colBound);
-    if (accumulate)
-      out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) if ({}) tkc::red_add_f32({} + p, {}[x + p]);", width, partial,
-                address, name(tile));
-    else
-      out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) if ({}) ({})[p] = {}[x + p];", width, partial, address,
-                name(tile));
+    std::string partial = access.colBound.empty() ? all : alsoTest(all, fmt::format("col + p < {}", access.colBound));
+    out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) if ({}) ({})[p] = {}[x + p];", width, partial, address,
+              name(tile));
     out_.close();
   } else {
-    std::string ok = access.colBound.empty() ? all : fmt::format("{} && col < {}", all, access.colBound);
-    if (accumulate)
-      out_.line("if ({}) tkc::red_add_f32({}, {}[x]);", ok, address, name(tile));
-    else
-      out_.line("if ({}) *({}) = {}[x];", ok, address, name(tile));
+    std::string ok = access.colBound.empty() ? all : alsoTest(all, fmt::format("col < {}", access.colBound));
+    out_.line("if ({}) *({}) = {}[x];", ok, address, name(tile));
   }
   out_.close();
   if (chunked)
     out_.close();
   out_.close();
   return true;
+}
+
+/// atomic_add's reductions in L2: a pair of adjacent accumulator columns at
+/// a time where the layout has them (one vector reduction on sm_90), each
+/// guarded by a predicate rather than a branch (see `red_add_f32_if`). A
+/// pair that straddles the column bound falls back to single elements.
+void KernelEmitter::emitReductions(const Value *tile, const GlobalAccess &access, const std::string &all,
+                                   const std::string &address, bool pairs) {
+  std::string values = name(tile);
+  if (!pairs) {
+    std::string ok = access.colBound.empty() ? all : alsoTest(all, fmt::format("col < {}", access.colBound));
+    out_.line("tkc::red_add_f32_if({}, {}, {}[x]);", ok, address, values);
+    return;
+  }
+  if (access.colBound.empty() && all == "true") {
+    out_.line("tkc::red_add_f32x2({}, {}[x], {}[x + 1]);", address, values, values);
+    return;
+  }
+  if (access.colBound.empty()) {
+    out_.line("tkc::red_add_f32x2_if({}, {}, {}[x], {}[x + 1]);", all, address, values, values);
+    return;
+  }
+  out_.line("const bool whole = {};", alsoTest(all, fmt::format("col + 2 <= {}", access.colBound)));
+  out_.line("tkc::red_add_f32x2_if(whole, {}, {}[x], {}[x + 1]);", address, values, values);
+  out_.line("TKC_UNROLL for (int p = 0; p < 2; ++p) tkc::red_add_f32_if({}, {} + p, {}[x + p]);",
+            alsoTest("!whole", alsoTest(all, fmt::format("col + p < {}", access.colBound))), address, values);
 }
 
 /// An accumulator tile of 16-bit values leaves in 16-byte chunks where the

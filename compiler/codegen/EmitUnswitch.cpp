@@ -91,6 +91,39 @@ std::vector<std::string> KernelEmitter::maskFreeConditions(const Block &body, Bl
   return conditions;
 }
 
+namespace {
+/// Whether two scalars are computed alike: the same value, or ops of one
+/// kind and attributes on operands computed alike (lowering repeats
+/// `i * 64` for every access that indexes with it).
+bool computedAlike(const Value *a, const Value *b) {
+  if (a == b)
+    return true;
+  const Op *x = a->definingOp, *y = b->definingOp;
+  if (!x || !y || x->kind != y->kind || x->attrs != y->attrs || x->operands.size() != y->operands.size() ||
+      x->body || y->body || x->results.size() != 1 || y->results.size() != 1)
+    return false;
+  for (size_t i = 0; i < x->operands.size(); ++i)
+    if (!computedAlike(x->operands[i], y->operands[i]))
+      return false;
+  return true;
+}
+} // namespace
+
+bool KernelEmitter::interiorTileCovers(const std::string &symbol, const Value *offset, int64_t size) const {
+  for (const Op *op : identityOps_) {
+    if (op->kind != OpKind::Mask)
+      continue;
+    const Op *valid = op->operands[1]->definingOp;
+    if (!valid || valid->kind != OpKind::Sub)
+      continue;
+    const Value *dim = valid->operands[0];
+    bool ofDim = !dim->definingOp && dim->nameHint == symbol;
+    if (ofDim && computedAlike(valid->operands[1], offset) && op->result()->type.shape[op->intAttr("axis")] >= size)
+      return true;
+  }
+  return false;
+}
+
 bool KernelEmitter::isMaskLike(const Op &op) const {
   return op.kind == OpKind::Mask || (op.kind == OpKind::Select && op.operands[0]->type.isTile());
 }

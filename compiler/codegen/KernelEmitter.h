@@ -102,6 +102,10 @@ private:
                                               std::set<const ir::Op *> &identities);
   /// Masks emitted as their unmasked input (the interior-tile copy of a body).
   std::set<const ir::Op *> identityOps_;
+  /// Whether the interior-tile conditions in force (a tail mask of `dim -
+  /// offset` valid elements that is an identity on `size` or more) put the
+  /// slice [offset, offset + size) of the dim named `symbol` inside it.
+  bool interiorTileCovers(const std::string &symbol, const ir::Value *offset, int64_t size) const;
 
   // EmitMemory.cpp
   GlobalAccess describeAccess(const ir::Op &op, const ir::Value *global, size_t firstOffset);
@@ -109,6 +113,8 @@ private:
   std::string declareSharedTile(const ir::Op &op);
   bool emitStore(const ir::Op &op);
   bool emitChunkedStore(const ir::Value *tile, const GlobalAccess &access, const std::string &all);
+  void emitReductions(const ir::Value *tile, const GlobalAccess &access, const std::string &all,
+                      const std::string &address, bool pairs);
   void emitSharedCopy(const ir::Op &op, const std::string &dstAddr, const ir::Type &tile, const ir::Value *global,
                       size_t firstOffset, const std::string &pred);
   void emitSmemAlloc(const ir::Op &op);

@@ -509,6 +509,16 @@ private:
   }
 
   /// Whether `v` is computed in the loop body from a loop-carried value.
+  /// Whether `v` changes from one iteration to the next.
+  bool dependsOnLoop(Value *v) const {
+    if (v->ownerBlock == loop_.body.get())
+      return true;
+    Op *def = v->definingOp;
+    if (!def || def->parent != loop_.body.get())
+      return false;
+    return std::any_of(def->operands.begin(), def->operands.end(), [&](Value *o) { return dependsOnLoop(o); });
+  }
+
   bool dependsOnCarried(Value *v) const {
     if (v->ownerBlock == loop_.body.get())
       return v != loop_.body->args[0].get();
@@ -556,8 +566,8 @@ private:
   /// at D = 128 (8 registers each) and, at D = 64 (16 each), spilled and
   /// ran 2.4-3.3% slower. Iteration k loads for min(k + 1, hi - 1) (the
   /// last one reloads its own, unused), and the loop starts with the load
-  /// for `lo`, so only loads whose every index is bounds-checked qualify
-  /// (the loop may be empty).
+  /// for `lo`, so only loads whose every index that moves with the loop is
+  /// bounds-checked qualify (the loop may be empty).
   void prefetchRegisterLoads() {
     Block &body = *loop_.body;
     std::vector<Op *> loads;
@@ -565,8 +575,10 @@ private:
       if (op->kind != OpKind::Load || !op->result()->type.isRegister())
         continue;
       auto checked = op->listAttr("checked");
-      bool allChecked = !checked.empty() && std::all_of(checked.begin(), checked.end(), [](int64_t c) { return c != 0; });
-      if (allChecked && !dependsOnCarried(op->result()))
+      bool movingChecked = checked.size() + 1 == op->operands.size();
+      for (size_t d = 0; movingChecked && d < checked.size(); ++d)
+        movingChecked = checked[d] != 0 || !dependsOnLoop(op->operands[1 + d]);
+      if (movingChecked && !dependsOnCarried(op->result()))
         loads.push_back(op.get());
     }
     auto firstReader = [&](Op *load) {

@@ -32,9 +32,28 @@ bool isScaledByMultipleOf(const Value *offset, int64_t size) {
   return false;
 }
 
+/// True when `index` is the block's coordinate along a grid axis whose
+/// extent is the kernel parameter that sizes `dim` (`grid(..., H, B)`
+/// indexing `[block.z, block.y, ...]`): the host launches exactly that many
+/// blocks along the axis, and a persistent kernel's tiles cover the same
+/// range.
+bool isBlockIndexOfExactGrid(const Kernel &kernel, const Dim &dim, const Value *index) {
+  const Op *def = index->definingOp;
+  if (dim.isStatic() || !def || def->kind != OpKind::BlockId || kernel.launch.ops.empty())
+    return false;
+  const Op &grid = *kernel.launch.ops.back();
+  int64_t axis = def->intAttr("axis");
+  if (grid.kind != OpKind::Grid || axis < 0 || axis >= static_cast<int64_t>(grid.operands.size()))
+    return false;
+  const Value *extent = grid.operands[axis];
+  return !extent->definingOp && extent->nameHint == dim.symbol;
+}
+
 /// True when the slice [offset, offset + size) (or the single index `offset`
 /// when size is 0) provably lies inside a dim.
-bool provablyInBounds(const Dim &dim, int64_t size, const Value *offset) {
+bool provablyInBounds(const Kernel &kernel, const Dim &dim, int64_t size, const Value *offset) {
+  if (size == 0 && isBlockIndexOfExactGrid(kernel, dim, offset))
+    return true;
   if (!dim.isStatic())
     return false;
   auto c = constantIntOf(offset);
@@ -63,14 +82,14 @@ unsigned firstOffsetOperand(const Op &op) {
 
 unsigned globalOperand(const Op &op) { return op.kind == OpKind::AsyncLoad ? 3 : 0; }
 
-void setChecked(Op &op) {
+void setChecked(const Kernel &kernel, Op &op) {
   const Type &global = op.operands[globalOperand(op)]->type;
   std::vector<int64_t> sizes = op.listAttr("sizes");
   std::vector<int64_t> checked;
   for (size_t d = 0; d < global.dims.size(); ++d) {
     const Value *offset = op.operands[firstOffsetOperand(op) + d];
     int64_t size = d < sizes.size() ? sizes[d] : 0;
-    checked.push_back(provablyInBounds(global.dims[d], size, offset) ? 0 : 1);
+    checked.push_back(provablyInBounds(kernel, global.dims[d], size, offset) ? 0 : 1);
   }
   op.attrs["checked"] = Attr(checked);
 }
@@ -119,9 +138,9 @@ public:
   explicit TailRewriter(Kernel &kernel) : kernel_(kernel) {}
 
   void run() {
-    walk(kernel_.body, [](Op &op) {
+    walk(kernel_.body, [&](Op &op) {
       if (firstOffsetOperand(op) != 0)
-        setChecked(op);
+        setChecked(kernel_, op);
     });
     analyzeBlock(kernel_.body);
     maskBlock(kernel_.body);

@@ -30,6 +30,50 @@ std::string smemRowAddress(const std::string &base, const Type &smem, const std:
   int cpr = chunksPerRow(smem);
   return fmt::format("{} + ({}) * {} + {} * 16", base, row, cpr * 16, swizzledChunk(row, chunk, cpr));
 }
+
+/// The rows and 16-byte chunks a lane's ldmatrix reads from a swizzled
+/// shared tile, each split into a part fixed for the thread and a step that
+/// the unrolled loops make a constant (the row step a multiple of 8).
+///
+/// The swizzle XORs a chunk with a function of the row's low bits, which
+/// the compiler can neither fold into a constant offset nor hoist, so that
+/// every ldmatrix paid for it. With the split, chunk ^ s = ((thread + r) ^
+/// s) + (step - r) for r = step % period: adding a multiple of the period
+/// leaves the bits the XOR touches alone. The period's few values of
+/// (thread + r) ^ s are computed once per product, and each load's address
+/// is one of them plus constants.
+struct LaneRows {
+  std::string rowThread, rowStep;
+  std::string chunkThread, chunkStep;
+};
+
+/// The swizzle's period in chunks (0: unswizzled) and the part of a row
+/// that selects its pattern, for rows of `cpr` chunks.
+int swizzlePeriod(int cpr) { return cpr >= 8 ? 8 : cpr == 4 ? 4 : cpr == 2 ? 2 : 0; }
+std::string swizzleSelector(const std::string &row, int cpr) {
+  return cpr >= 8 ? fmt::format("({}) % 8", row) : cpr == 4 ? fmt::format("({}) / 2 % 4", row) : fmt::format("({}) / 4 % 2", row);
+}
+
+/// The declaration of an operand's table of swizzled chunks, one entry per
+/// residue of the chunk step ("" for an unswizzled tile).
+std::string laneSwizzleTable(const std::string &table, const Type &smem, const LaneRows &rows) {
+  int cpr = chunksPerRow(smem), period = swizzlePeriod(cpr);
+  if (!period)
+    return "";
+  return fmt::format("int {0}[{1}];\nTKC_UNROLL for (int r = 0; r < {1}; ++r) {0}[r] = ({2} + r) ^ {3};", table,
+                     period, rows.chunkThread, swizzleSelector(rows.rowThread, cpr));
+}
+
+/// The shared address of a lane's ldmatrix row: through the operand's
+/// table where it has one, else swizzled in place.
+std::string laneRowAddress(const std::string &base, const std::string &table, const Type &smem, const LaneRows &rows) {
+  int cpr = chunksPerRow(smem), period = swizzlePeriod(cpr);
+  std::string row = fmt::format("{} + {}", rows.rowStep, rows.rowThread);
+  if (!period || table.empty())
+    return smemRowAddress(base, smem, row, fmt::format("{} + {}", rows.chunkThread, rows.chunkStep));
+  return fmt::format("{} + ({}) * {} + ({}[({}) % {}] + ({}) / {} * {}) * 16", base, row, cpr * 16, table,
+                     rows.chunkStep, period, rows.chunkStep, period, period);
+}
 } // namespace
 
 /// A-operand fragments of this warp's rows, for every 16-wide k step.
@@ -69,41 +113,39 @@ bool KernelEmitter::emitMma(const Op &op) {
   if (!a->type.isShared() && a->type.layout.kind != LayoutKind::OperandA)
     return unsupported(op, "an mma A operand in this layout");
 
+  // The rows and chunks each operand's ldmatrix reads at k step `kk`.
+  auto aRows = [&](const std::string &kk) -> LaneRows {
+    if (!transA)
+      return {fmt::format("{} * {} + lane % 16", warp.row, wm), "i * 16", "lane / 16", fmt::format("({}) * 2", kk)};
+    // a is [K, M] row-major: rows are k; ldmatrix.trans yields the row
+    // fragments of a^T, lanes 8-15 giving rows 8-15 and 16-31 k 8-15.
+    return {"lane / 16 * 8 + lane % 8", fmt::format("({}) * 16", kk), fmt::format("{} * {} + lane / 8 % 2", warp.row, wm / 8),
+            "i * 2"};
+  };
+  bool pairs = nt % 2 == 0;
+  auto bRows = [&](const std::string &kk) -> LaneRows {
+    if (!transB) // b is [K, N] row-major: rows are k; ldmatrix.trans yields column fragments.
+      return {"lane % 16", fmt::format("({}) * 16", kk),
+              pairs ? fmt::format("{} * {} + lane / 16", warp.col, wn / 8) : fmt::format("{} * {}", warp.col, wn / 8), "j"};
+    // b is [N, K] row-major: rows are n; plain ldmatrix yields column fragments of b^T.
+    return {pairs ? fmt::format("{} * {} + lane / 16 * 8 + lane % 8", warp.col, wn)
+                  : fmt::format("{} * {} + lane % 8", warp.col, wn),
+            "j * 8", "lane / 8 % 2", fmt::format("({}) * 2", kk)};
+  };
+
   // Fragments of k step `kk` into buffer `buf`: the loads of step kk+1 are
   // issued before the multiplies of step kk so that they overlap.
   bool aShared = a->type.isShared();
-  bool pairs = nt % 2 == 0;
+  bool laneTables = false; // decided below, with the fragment buffers
   auto loadFragments = [&](const std::string &kk, const std::string &buf) {
     if (aShared) {
       out_.open(fmt::format("TKC_UNROLL for (int i = 0; i < {}; ++i)", mt));
-      std::string addr;
-      if (!transA) {
-        std::string row = fmt::format("{} * {} + i * 16 + lane % 16", warp.row, wm);
-        addr = smemRowAddress(name(a), a->type, row, fmt::format("({}) * 2 + lane / 16", kk));
-      } else {
-        // a is [K, M] row-major: rows are k; ldmatrix.trans yields the row
-        // fragments of a^T, lanes 8-15 giving rows 8-15 and 16-31 k 8-15.
-        std::string row = fmt::format("({}) * 16 + lane / 16 * 8 + lane % 8", kk);
-        addr = smemRowAddress(name(a), a->type, row, fmt::format("{} * {} + i * 2 + lane / 8 % 2", warp.row, wm / 8));
-      }
       out_.line("tkc::ldmatrix_x4{0}(a_frag[{1}][i][0], a_frag[{1}][i][1], a_frag[{1}][i][2], a_frag[{1}][i][3], {2});",
-                transA ? "_trans" : "", buf, addr);
+                transA ? "_trans" : "", buf, laneRowAddress(name(a), laneTables ? "a_swz" : "", a->type, aRows(kk)));
       out_.close();
     }
     out_.open(fmt::format("TKC_UNROLL for (int j = 0; j < {}; j += {})", nt, pairs ? 2 : 1));
-    std::string addr;
-    if (!transB) {
-      // b is [K, N] row-major: rows are k; ldmatrix.trans yields column fragments.
-      std::string row = fmt::format("({}) * 16 + lane % 16", kk);
-      std::string chunk = pairs ? fmt::format("{} * {} + j + lane / 16", warp.col, wn / 8)
-                                : fmt::format("{} * {} + j", warp.col, wn / 8);
-      addr = smemRowAddress(name(b), b->type, row, chunk);
-    } else {
-      // b is [N, K] row-major: rows are n; plain ldmatrix yields column fragments of b^T.
-      std::string row = pairs ? fmt::format("{} * {} + j * 8 + lane / 16 * 8 + lane % 8", warp.col, wn)
-                              : fmt::format("{} * {} + j * 8 + lane % 8", warp.col, wn);
-      addr = smemRowAddress(name(b), b->type, row, fmt::format("({}) * 2 + lane / 8 % 2", kk));
-    }
+    std::string addr = laneRowAddress(name(b), laneTables ? "b_swz" : "", b->type, bRows(kk));
     std::string suffix = transB ? "" : "_trans";
     if (pairs)
       out_.line("tkc::ldmatrix_x4{0}(b_frag[{1}][j][0], b_frag[{1}][j][1], b_frag[{1}][j + 1][0], b_frag[{1}][j + 1][1], {2});",
@@ -123,9 +165,23 @@ bool KernelEmitter::emitMma(const Op &op) {
     live += mt * nt * 4;
   bool doubleBuffer = kt > 1 && live + 2 * fragmentRegisters <= kDoubleBufferRegisterBudget;
   int buffers = doubleBuffer ? 2 : 1;
+  // The swizzle tables hold a few registers for the whole product: only
+  // where the fragments fit beside the live tiles (the sm_80 attention
+  // forward at D = 128, over 200 live, spilled with them).
+  laneTables = live + buffers * fragmentRegisters <= kDoubleBufferRegisterBudget;
   if (aShared)
     out_.line("uint32_t a_frag[{}][{}][4];", buffers, mt);
   out_.line("uint32_t b_frag[{}][{}][2];", buffers, nt);
+  std::vector<std::string> tables;
+  if (laneTables)
+    tables = {aShared ? laneSwizzleTable("a_swz", a->type, aRows("kk")) : std::string(),
+              laneSwizzleTable("b_swz", b->type, bRows("kk"))};
+  for (const std::string &table : tables)
+    for (size_t at = 0, end; at < table.size(); at = end + 1) {
+      end = table.find('\n', at);
+      end = end == std::string::npos ? table.size() : end;
+      out_.line("{}", table.substr(at, end - at));
+    }
   if (doubleBuffer)
     loadFragments("0", "0");
   out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", kt));

@@ -15,6 +15,9 @@ namespace {
 /// buffers fit in this many, leaving room for addresses and temporaries.
 constexpr int kDoubleBufferRegisterBudget = 192;
 
+/// Registers of the two operands' swizzle tables (8 entries each at most).
+constexpr int kLaneTableRegisters = 16;
+
 /// Per-thread registers of the tiles carried by the loops around `op`.
 int loopCarriedRegisters(const Op &op) {
   int registers = 0;
@@ -165,10 +168,13 @@ bool KernelEmitter::emitMma(const Op &op) {
     live += mt * nt * 4;
   bool doubleBuffer = kt > 1 && live + 2 * fragmentRegisters <= kDoubleBufferRegisterBudget;
   int buffers = doubleBuffer ? 2 : 1;
-  // The swizzle tables hold a few registers for the whole product: only
-  // where the fragments fit beside the live tiles (the sm_80 attention
-  // forward at D = 128, over 200 live, spilled with them).
-  laneTables = live + buffers * fragmentRegisters <= kDoubleBufferRegisterBudget;
+  // The swizzle tables hold their registers for the whole product: only
+  // where they fit beside the fragments and the live tiles. Counting them
+  // mattered on the H200 (2026-12-02): uncounted, the sm_80 dK/dV kernel
+  // at D = 128 (160 live beside 2 x 16 fragments) took them and ran 3-6%
+  // slower; counted, it keeps the plain addresses, and at D = 64 the
+  // products that still take them run 2-3% faster.
+  laneTables = live + buffers * fragmentRegisters + kLaneTableRegisters <= kDoubleBufferRegisterBudget;
   if (aShared)
     out_.line("uint32_t a_frag[{}][{}][4];", buffers, mt);
   out_.line("uint32_t b_frag[{}][{}][2];", buffers, nt);

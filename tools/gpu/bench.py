@@ -7,7 +7,7 @@ flash backends; layernorm: torch layer_norm) are timed call by call with CUDA
 events, round-robin, rotating among enough input sets to exceed the L2 cache.
 Reports the median; throughput in TFLOP/s (gemm, attention) or GB/s
 (layernorm); ratio = tkc throughput / peer throughput (> 1: tkc faster; the
-best tkc target when there are several); err = |tkc - peer| / |peer| on one
+best tkc target when there are several, variants `@name` left out); err = |tkc - peer| / |peer| on one
 input set, a sanity check that the fast kernel computes the same thing.
 
 Writes bench.md, bench.json and bench.png into --out (default: $OUT) when set.
@@ -176,7 +176,11 @@ def markdown(rows, header_lines=()):
             for c in list(r["value"]) + list(r["errors"]):
                 if not c.startswith("tkc.") and c not in peers:
                     peers.append(c)
-        ratio_tag = "tkc" if len(tkc) <= 1 else "best tkc"
+        # Variants (`tkc.TARGET@name`, experiments and the code before a
+        # change) are shown but not compared: the ratios speak of the code
+        # under test, the plain targets, where there are any.
+        compared = [c for c in tkc if "@" not in c] or tkc
+        ratio_tag = "tkc" if len(compared) <= 1 else "best tkc"
         head = ["size"] + tkc + peers + [f"{ratio_tag}/{p}" for p in peers] + ["err"]
         out += ["", f"### {wname} ({unit}, higher is better; ratio > 1: tkc faster)", "",
                 "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -186,7 +190,7 @@ def markdown(rows, header_lines=()):
                 out.append(f"| {r['label']} | " + " | ".join(["skipped"] * (len(head) - 1)) + " |")
                 continue
             vals = r["value"]
-            best = max([vals[c] for c in tkc if c in vals and math.isfinite(vals[c])], default=float("nan"))
+            best = max([vals[c] for c in compared if c in vals and math.isfinite(vals[c])], default=float("nan"))
             cells = [r["label"]] + [fmt(vals.get(c), unit) for c in tkc + peers]
             for p in peers:
                 pv = vals.get(p)

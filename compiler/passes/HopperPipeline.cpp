@@ -508,7 +508,6 @@ private:
     return arg;
   }
 
-  /// Whether `v` is computed in the loop body from a loop-carried value.
   /// Whether `v` changes from one iteration to the next.
   bool dependsOnLoop(Value *v) const {
     if (v->ownerBlock == loop_.body.get())
@@ -519,6 +518,7 @@ private:
     return std::any_of(def->operands.begin(), def->operands.end(), [&](Value *o) { return dependsOnLoop(o); });
   }
 
+  /// Whether `v` is computed in the loop body from a loop-carried value.
   bool dependsOnCarried(Value *v) const {
     if (v->ownerBlock == loop_.body.get())
       return v != loop_.body->args[0].get();

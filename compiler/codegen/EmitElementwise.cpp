@@ -9,18 +9,8 @@ namespace tkc::codegen {
 using namespace ir;
 
 namespace {
-/// A mask's fill value as a C++ literal (infinities by name).
-/// A float literal: an integer one would construct 16-bit types through
-/// their integer conversion, which the compiler does not fold.
-std::string fillLiteral(const Op &mask) {
-  double fill = mask.floatAttr("fill");
-  if (std::isinf(fill))
-    return fill > 0 ? "INFINITY" : "-INFINITY";
-  std::string text = fmt::format("{}", fill);
-  if (text.find_first_of(".e") == std::string::npos)
-    text += ".0";
-  return text + "f";
-}
+/// A mask's fill value as a C++ literal.
+std::string fillLiteral(const Op &mask) { return floatLiteral(mask.floatAttr("fill")); }
 
 /// The tile index (row or column of fragment `f`) that a mask compares
 /// with its bound.

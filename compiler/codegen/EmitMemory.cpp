@@ -13,9 +13,22 @@ std::vector<int64_t> checkedDims(const Op &op, size_t rank) {
     checked.assign(rank, 1); // without the tail pass's proof, check everything
   return checked;
 }
-/// `all && term`, without a `true &&` where nothing else is tested.
-std::string alsoTest(const std::string &all, const std::string &term) {
-  return all == "true" ? term : all + " && " + term;
+/// The terms joined by `&&`, leaving out those that are `true` (`true`
+/// when none is left).
+std::string conjunction(const std::vector<std::string> &terms) {
+  std::string text;
+  for (const std::string &term : terms)
+    if (term != "true" && !term.empty())
+      text += (text.empty() ? "" : " && ") + term;
+  return text.empty() ? "true" : text;
+}
+
+/// `all` and, where the access has a column bound, `test` of it (`test`
+/// holds `{}` for the bound).
+std::string andColumnTest(const std::string &all, const GlobalAccess &access, const std::string &test) {
+  if (access.colBound.empty())
+    return all;
+  return conjunction({all, fmt::format(fmt::runtime(test), access.colBound)});
 }
 } // namespace
 
@@ -119,12 +132,10 @@ bool KernelEmitter::emitLoad(const Op &op) {
     conditions.push_back(access.guard);
   if (!access.rowBound.empty())
     conditions.push_back(fmt::format("row < {}", access.rowBound));
-  std::string all = conditions.empty() ? "true" : conditions[0];
-  for (size_t i = 1; i < conditions.size(); ++i)
-    all += " && " + conditions[i];
+  std::string all = conjunction(conditions);
   if (vectorized) {
     int pieces = 8 * dtypeBytes(result->type.dtype) / 16;
-    std::string full = access.colBound.empty() ? all : alsoTest(all, fmt::format("col + 8 <= {}", access.colBound));
+    std::string full = andColumnTest(all, access, "col + 8 <= {}");
     out_.open(fmt::format("if ({})", full));
     out_.open(fmt::format("TKC_UNROLL for (int piece = 0; piece < {}; ++piece)", pieces));
     out_.line("const uint4 v = tkc::load_global_16({} + piece * {});", address, 16 / dtypeBytes(result->type.dtype));
@@ -134,12 +145,12 @@ bool KernelEmitter::emitLoad(const Op &op) {
     out_.close();
     out_.dedent();
     out_.open("} else");
-    std::string partial = access.colBound.empty() ? all : alsoTest(all, fmt::format("col + p < {}", access.colBound));
+    std::string partial = andColumnTest(all, access, "col + p < {}");
     out_.line("TKC_UNROLL for (int p = 0; p < 8; ++p) {}[x + p] = {} ? ({})[p] : {};", name(result), partial, address,
               zero);
     out_.close();
   } else {
-    std::string ok = access.colBound.empty() ? all : alsoTest(all, fmt::format("col < {}", access.colBound));
+    std::string ok = andColumnTest(all, access, "col < {}");
     out_.line("{}[x] = {} ? *({}) : {};", name(result), ok, address, zero);
   }
   out_.close();
@@ -174,9 +185,7 @@ bool KernelEmitter::emitStore(const Op &op) {
     conditions.push_back(access.guard);
   if (!access.rowBound.empty())
     conditions.push_back(fmt::format("row < {}", access.rowBound));
-  std::string all = conditions.empty() ? "true" : conditions[0];
-  for (size_t i = 1; i < conditions.size(); ++i)
-    all += " && " + conditions[i];
+  std::string all = conjunction(conditions);
   bool chunked = !accumulate && is2d && emitChunkedStore(tile, access, all);
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += {})", f.count(), step));
   out_.line("{}", f.decompose("x", rowExpr + " " + colExpr));
@@ -189,7 +198,7 @@ bool KernelEmitter::emitStore(const Op &op) {
     emitReductions(tile, access, all, address, pairs);
   } else if (vectorized || pairs) {
     int width = step;
-    std::string full = access.colBound.empty() ? all : alsoTest(all, fmt::format("col + {} <= {}", width, access.colBound));
+    std::string full = andColumnTest(all, access, fmt::format("col + {} <= {{}}", width));
     out_.open(fmt::format("if ({})", full));
     if (vectorized && 8 * dtypeBytes(tile->type.dtype) % 16 == 0) {
       int perPiece = 16 / dtypeBytes(tile->type.dtype);
@@ -205,12 +214,12 @@ bool KernelEmitter::emitStore(const Op &op) {
     }
     out_.dedent();
     out_.open("} else");
-    std::string partial = access.colBound.empty() ? all : alsoTest(all, fmt::format("col + p < {}", access.colBound));
+    std::string partial = andColumnTest(all, access, "col + p < {}");
     out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) if ({}) ({})[p] = {}[x + p];", width, partial, address,
               name(tile));
     out_.close();
   } else {
-    std::string ok = access.colBound.empty() ? all : alsoTest(all, fmt::format("col < {}", access.colBound));
+    std::string ok = andColumnTest(all, access, "col < {}");
     out_.line("if ({}) *({}) = {}[x];", ok, address, name(tile));
   }
   out_.close();
@@ -228,7 +237,7 @@ void KernelEmitter::emitReductions(const Value *tile, const GlobalAccess &access
                                    const std::string &address, bool pairs) {
   std::string values = name(tile);
   if (!pairs) {
-    std::string ok = access.colBound.empty() ? all : alsoTest(all, fmt::format("col < {}", access.colBound));
+    std::string ok = andColumnTest(all, access, "col < {}");
     out_.line("tkc::red_add_f32_if({}, {}, {}[x]);", ok, address, values);
     return;
   }
@@ -240,10 +249,10 @@ void KernelEmitter::emitReductions(const Value *tile, const GlobalAccess &access
     out_.line("tkc::red_add_f32x2_if({}, {}, {}[x], {}[x + 1]);", all, address, values, values);
     return;
   }
-  out_.line("const bool whole = {};", alsoTest(all, fmt::format("col + 2 <= {}", access.colBound)));
+  out_.line("const bool whole = {};", andColumnTest(all, access, "col + 2 <= {}"));
   out_.line("tkc::red_add_f32x2_if(whole, {}, {}[x], {}[x + 1]);", address, values, values);
   out_.line("TKC_UNROLL for (int p = 0; p < 2; ++p) tkc::red_add_f32_if({}, {} + p, {}[x + p]);",
-            alsoTest("!whole", alsoTest(all, fmt::format("col + p < {}", access.colBound))), address, values);
+            conjunction({"!whole", andColumnTest(all, access, "col + p < {}")}), address, values);
 }
 
 /// An accumulator tile of 16-bit values leaves in 16-byte chunks where the
@@ -305,12 +314,6 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
     fullTile.push_back(fmt::format("{} <= {}", rows, access.rowBound));
   if (!access.colBound.empty())
     fullTile.push_back(fmt::format("{} <= {}", cols, access.colBound));
-  auto conjunction = [](const std::vector<std::string> &terms) {
-    std::string text = terms.empty() ? "true" : terms[0];
-    for (size_t i = 1; i < terms.size(); ++i)
-      text += " && " + terms[i];
-    return text;
-  };
   std::string source = tile.shape.size() == 2 ? fmt::format("src + int64_t(row) * {} + col", access.rowStride)
                                               : std::string("src + col");
   std::string destination =

@@ -57,14 +57,15 @@ std::string swizzleSelector(const std::string &row, int cpr) {
   return cpr >= 8 ? fmt::format("({}) % 8", row) : cpr == 4 ? fmt::format("({}) / 2 % 4", row) : fmt::format("({}) / 4 % 2", row);
 }
 
-/// The declaration of an operand's table of swizzled chunks, one entry per
-/// residue of the chunk step ("" for an unswizzled tile).
-std::string laneSwizzleTable(const std::string &table, const Type &smem, const LaneRows &rows) {
+/// The lines declaring an operand's table of swizzled chunks, one entry per
+/// residue of the chunk step (none for an unswizzled tile).
+std::vector<std::string> laneSwizzleTable(const std::string &table, const Type &smem, const LaneRows &rows) {
   int cpr = chunksPerRow(smem), period = swizzlePeriod(cpr);
   if (!period)
-    return "";
-  return fmt::format("int {0}[{1}];\nTKC_UNROLL for (int r = 0; r < {1}; ++r) {0}[r] = ({2} + r) ^ {3};", table,
-                     period, rows.chunkThread, swizzleSelector(rows.rowThread, cpr));
+    return {};
+  return {fmt::format("int {}[{}];", table, period),
+          fmt::format("TKC_UNROLL for (int r = 0; r < {}; ++r) {}[r] = ({} + r) ^ {};", period, table,
+                      rows.chunkThread, swizzleSelector(rows.rowThread, cpr))};
 }
 
 /// The shared address of a lane's ldmatrix row: through the operand's
@@ -178,16 +179,15 @@ bool KernelEmitter::emitMma(const Op &op) {
   if (aShared)
     out_.line("uint32_t a_frag[{}][{}][4];", buffers, mt);
   out_.line("uint32_t b_frag[{}][{}][2];", buffers, nt);
-  std::vector<std::string> tables;
-  if (laneTables)
-    tables = {aShared ? laneSwizzleTable("a_swz", a->type, aRows("kk")) : std::string(),
-              laneSwizzleTable("b_swz", b->type, bRows("kk"))};
-  for (const std::string &table : tables)
-    for (size_t at = 0, end; at < table.size(); at = end + 1) {
-      end = table.find('\n', at);
-      end = end == std::string::npos ? table.size() : end;
-      out_.line("{}", table.substr(at, end - at));
+  if (laneTables) {
+    std::vector<std::string> lines = laneSwizzleTable("b_swz", b->type, bRows("kk"));
+    if (aShared) {
+      std::vector<std::string> aLines = laneSwizzleTable("a_swz", a->type, aRows("kk"));
+      lines.insert(lines.begin(), aLines.begin(), aLines.end());
     }
+    for (const std::string &line : lines)
+      out_.line("{}", line);
+  }
   if (doubleBuffer)
     loadFragments("0", "0");
   out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", kt));

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace tkc::codegen {
 
 using namespace ir;
@@ -40,6 +42,15 @@ std::optional<std::string> operatorExpression(OpKind kind, const std::vector<std
   case OpKind::Tanh: return fmt::format("tanhf({})", arg(0));
   default: return std::nullopt;
   }
+}
+
+std::string floatLiteral(double value) {
+  if (std::isinf(value))
+    return value > 0 ? "INFINITY" : "-INFINITY";
+  std::string text = fmt::format("{}", value);
+  if (text.find_first_of(".e") == std::string::npos)
+    text += ".0";
+  return text + "f";
 }
 
 } // namespace tkc::codegen

@@ -17,4 +17,9 @@ enum class MathPrecision { Accurate, Fast };
 std::optional<std::string> operatorExpression(ir::OpKind kind, const std::vector<std::string> &args, bool floatMath,
                                               MathPrecision precision);
 
+/// A float as a C++ f32 literal (`2.0f`, `INFINITY`): never an integer
+/// literal, which would construct 16-bit types through their integer
+/// conversion, one the compiler does not fold.
+std::string floatLiteral(double value);
+
 } // namespace tkc::codegen

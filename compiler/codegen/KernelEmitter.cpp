@@ -74,13 +74,7 @@ std::string KernelEmitter::scalar(const Value *v) {
         return def->intAttr("value") ? "true" : "false";
       if (v->type.dtype == DType::I32)
         return std::to_string(def->intAttr("value"));
-      double d = def->floatAttr("value");
-      if (std::isinf(d))
-        return d > 0 ? "INFINITY" : "-INFINITY";
-      std::string text = fmt::format("{}", d);
-      if (text.find_first_of(".e") == std::string::npos)
-        text += ".0";
-      return text + "f";
+      return floatLiteral(def->floatAttr("value"));
     }
     if (def->kind == OpKind::BlockId)
       return fmt::format("int(blockIdx.{})", "xyz"[def->intAttr("axis") % 3]);

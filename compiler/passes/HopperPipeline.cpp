@@ -508,25 +508,21 @@ private:
     return arg;
   }
 
-  /// Whether `v` changes from one iteration to the next.
-  bool dependsOnLoop(Value *v) const {
+  /// Whether `v` is computed in the loop body from the body's arguments:
+  /// the carried values, and the induction variable too where
+  /// `inductionToo` (then: whether `v` changes from one iteration to the
+  /// next).
+  bool dependsOnBodyArgs(Value *v, bool inductionToo) const {
     if (v->ownerBlock == loop_.body.get())
-      return true;
+      return inductionToo || v != loop_.body->args[0].get();
     Op *def = v->definingOp;
     if (!def || def->parent != loop_.body.get())
       return false;
-    return std::any_of(def->operands.begin(), def->operands.end(), [&](Value *o) { return dependsOnLoop(o); });
+    return std::any_of(def->operands.begin(), def->operands.end(),
+                       [&](Value *o) { return dependsOnBodyArgs(o, inductionToo); });
   }
-
-  /// Whether `v` is computed in the loop body from a loop-carried value.
-  bool dependsOnCarried(Value *v) const {
-    if (v->ownerBlock == loop_.body.get())
-      return v != loop_.body->args[0].get();
-    Op *def = v->definingOp;
-    if (!def || def->parent != loop_.body.get())
-      return false;
-    return std::any_of(def->operands.begin(), def->operands.end(), [&](Value *o) { return dependsOnCarried(o); });
-  }
+  bool dependsOnCarried(Value *v) const { return dependsOnBodyArgs(v, false); }
+  bool dependsOnLoop(Value *v) const { return dependsOnBodyArgs(v, true); }
 
   /// Whether a product's only reader is the loop's yield: it feeds nothing
   /// but the next iteration, and may stay in flight until then.

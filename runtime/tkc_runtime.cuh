@@ -28,6 +28,19 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void *src, int s
                : "memory");
 }
 
+/// Copies 4 bytes (`src_bytes` of them, zeros for the rest) from global
+/// to shared memory asynchronously.
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void *src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+
+/// Holds the current phase of the mbarrier at `bar` until this thread's
+/// cp.async copies so far have landed (no arrival of its own: the pending
+/// count goes up now and down when they land).
+__device__ __forceinline__ void cp_async_mbarrier_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
 template <int Pending> __device__ __forceinline__ void cp_async_wait() {
@@ -86,6 +99,23 @@ __device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t value) {
 /// byte address `addr`.
 __device__ __forceinline__ void st_shared_v2_b32(uint32_t addr, uint32_t lo, uint32_t hi) {
   asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(lo), "r"(hi) : "memory");
+}
+
+// --- shared -> register loads -----------------------------------------------------
+
+// Volatile, so that they stay behind the mbarrier wait that orders the
+// producer's writes before them.
+
+/// Reads the f32 at shared byte address `addr`.
+__device__ __forceinline__ float ld_shared_f32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
+  return v;
+}
+
+/// Reads the two f32 at the 8-byte aligned shared byte address `addr`.
+__device__ __forceinline__ void ld_shared_f32x2(uint32_t addr, float &a, float &b) {
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(a), "=f"(b) : "r"(addr));
 }
 
 // --- shared -> register matrix loads (ldmatrix) ---------------------------------

@@ -335,11 +335,35 @@ bool KernelEmitter::emitBroadcast(const Op &op) {
   return true;
 }
 
+/// Each thread reads the elements of a shared vector that its registers
+/// hold; a column vector's pairs of adjacent columns in one 8-byte read.
+bool KernelEmitter::emitSharedVectorRead(const Op &op) {
+  const Value *src = op.operands[0];
+  const Value *result = op.result();
+  LayoutKind kind = result->type.layout.kind;
+  if (src->type.dtype != DType::F32 || (kind != LayoutKind::AccCol && kind != LayoutKind::AccRow))
+    return unsupported(op, fmt::format("conversion from {} to {}", src->type.str(), result->type.str()));
+  declareName(result);
+  declareTile(result);
+  Fragment f = fragment(result->type);
+  bool pairs = kind == LayoutKind::AccCol;
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += {})", f.count(), pairs ? 2 : 1));
+  out_.line("{}", f.decompose("x", f.row));
+  if (pairs)
+    out_.line("tkc::ld_shared_f32x2({} + ({}) * 4, {}[x], {}[x + 1]);", name(src), f.row, name(result), name(result));
+  else
+    out_.line("{}[x] = tkc::ld_shared_f32({} + ({}) * 4);", name(result), name(src), f.row);
+  out_.close();
+  return true;
+}
+
 bool KernelEmitter::emitConvert(const Op &op) {
   const Value *src = op.operands[0];
   const Value *result = op.result();
   if (result->type.isShared())
     return emitStageToShared(op);
+  if (src->type.isSharedVector())
+    return emitSharedVectorRead(op);
   if (result->type.layout.kind != LayoutKind::OperandA)
     return unsupported(op, fmt::format("conversion from {} to {}", src->type.str(), result->type.str()));
   declareName(result);

@@ -108,7 +108,7 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     return true;
   }
   case OpKind::MbarrierExpectTx:
-    out_.line("tkc::mbarrier_arrive_expect_tx({}, {});", barrierAddress(op.operands[0], scalar(op.operands[1])),
+    out_.line("{}tkc::mbarrier_arrive_expect_tx({}, {});", oneLane(), barrierAddress(op.operands[0], scalar(op.operands[1])),
               op.intAttr("bytes"));
     return true;
   case OpKind::MbarrierWait: {
@@ -149,11 +149,13 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
       std::string args = coords[0] + (p ? fmt::format(" + {}", p * cols) : "");
       for (size_t d = 1; d < rank; ++d)
         args += ", " + coords[d];
-      out_.line("tkc::tma_load_{}d({}{}, &{}_tmap, {}, {});", rank, dst,
+      out_.line("{}tkc::tma_load_{}d({}{}, &{}_tmap, {}, {});", oneLane(), rank, dst,
                 p ? fmt::format(" + {}", p * panelBytes) : "", name(global), args, bar);
     }
     return true;
   }
+  case OpKind::WarpCopy:
+    return emitWarpCopy(op);
   case OpKind::Wgmma:
     return emitWgmma(op);
   case OpKind::WgmmaFence:
@@ -232,6 +234,9 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     if (op.intAttr("issuers") == 1) {
       out_.open("if (threadIdx.x % 128 == 0)");
       roleIssuerOpen_ = true;
+    } else if (op.intAttr("issuers") == 32) {
+      out_.open("if (warp % 4 == 0)");
+      roleIssuerOpen_ = roleIssuerIsWarp_ = true;
     }
     roleWarpgroups_ += count;
     currentRoleWarpgroups_ = count;
@@ -249,7 +254,23 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
 void KernelEmitter::closeRoleIssuers() {
   if (roleIssuerOpen_)
     out_.close();
-  roleIssuerOpen_ = false;
+  roleIssuerOpen_ = roleIssuerIsWarp_ = false;
+}
+
+/// The issuing warp copies a vector slice into slot `it % S` (each lane
+/// every 32nd element) and makes barrier `it % S` wait for the copies;
+/// `__syncwarp` puts every lane's hold on the barrier before lane 0's
+/// arrival on it.
+bool KernelEmitter::emitWarpCopy(const Op &op) {
+  const Value *buf = op.operands[0];
+  if (!roleIssuerIsWarp_)
+    return unsupported(op, "a vector copy outside a warp's producer role");
+  std::string it = scalar(op.operands[1]);
+  std::string dst = fmt::format("{} + ({}) % {} * {}", name(buf), it, buf->type.stages, slotBytes(buf->type));
+  emitVectorCopy(op, dst, buf->type, op.operands[3], 4, "true", "lane", 32);
+  out_.line("tkc::cp_async_mbarrier_arrive({});", barrierAddress(op.operands[2], it));
+  out_.line("__syncwarp();");
+  return true;
 }
 
 /// The byte address of element (`row`, `col`) of a #swizzle128 tile at

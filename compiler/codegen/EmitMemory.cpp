@@ -383,6 +383,29 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
   out_.close();
 }
 
+/// A vector slice copied into shared memory with 4-byte cp.async, thread
+/// `first` taking every `step`-th element (zeros past the tensor's end or
+/// where `pred` fails): the tensor's rows need no 16-byte alignment, as
+/// chunked copies would.
+void KernelEmitter::emitVectorCopy(const Op &op, const std::string &dstAddr, const Type &slot, const Value *global,
+                                   size_t firstOffset, const std::string &pred, const std::string &first, int step) {
+  GlobalAccess access = describeAccess(op, global, firstOffset);
+  std::vector<std::string> conditions{pred, access.guard};
+  if (!access.colBound.empty())
+    conditions.push_back(fmt::format("col < {}", access.colBound));
+  std::string inside = conjunction(conditions);
+  std::string address = fmt::format("src + int64_t(col) * {}", access.rowStride);
+  out_.open("");
+  out_.line("const {} *src = {};", cType(slot.dtype), access.base);
+  out_.open(fmt::format("TKC_UNROLL for (int col = {}; col < {}; col += {})", first, slot.shape[0], step));
+  if (inside == "true")
+    out_.line("tkc::cp_async_4({} + col * 4, {}, 4);", dstAddr, address);
+  else
+    out_.line("tkc::cp_async_4({0} + col * 4, {1} ? {2} : {3}, {1} ? 4 : 0);", dstAddr, inside, address, name(global));
+  out_.close();
+  out_.close();
+}
+
 void KernelEmitter::emitSmemAlloc(const Op &op) {
   const Type &t = op.result()->type;
   int64_t offset = op.intAttr("offset");

@@ -71,6 +71,14 @@ const Value *tensorParameter(const Kernel &kernel, size_t index) {
 /// The alignment in bytes that the kernels' accesses to tensor parameter
 /// `index` need of its data pointer and row strides: 16 for 16-byte vector
 /// and asynchronous copies, 4 for pairs of 16-bit elements, else one element.
+/// A copy of a vector into shared memory, which goes element by element.
+bool isVectorCopy(const Op &op) {
+  if (op.kind == OpKind::WarpCopy)
+    return true;
+  const Type &slot = op.operands[0]->type;
+  return op.kind == OpKind::AsyncLoad && slot.isSharedVector() && dtypeBytes(slot.dtype) == 4;
+}
+
 int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
   int bytes = 1;
   for (const LaunchVariant &variant : variants) {
@@ -81,7 +89,7 @@ int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
       bool uses = false;
       for (const Value *operand : op.operands)
         uses = uses || operand == global;
-      if (!uses)
+      if (!uses || isVectorCopy(op)) // element by element
         return;
       const Type *tile = op.kind == OpKind::Load    ? &op.result()->type
                          : op.kind == OpKind::Store ? &op.operands[1]->type

@@ -282,7 +282,10 @@ bool KernelEmitter::emitOp(const Op &op) {
     const Type &slot = op.operands[0]->type;
     int64_t slotBytes = slot.numElements() * dtypeBytes(slot.dtype);
     std::string dst = fmt::format("{} + {} * {}", name(op.operands[0]), scalar(op.operands[1]), slotBytes);
-    emitSharedCopy(op, dst, slot, op.operands[3], 4, scalar(op.operands[2]));
+    if (slot.isSharedVector() && dtypeBytes(slot.dtype) == 4)
+      emitVectorCopy(op, dst, slot, op.operands[3], 4, scalar(op.operands[2]), "int(threadIdx.x)", kernel_.warps * 32);
+    else
+      emitSharedCopy(op, dst, slot, op.operands[3], 4, scalar(op.operands[2]));
     return true;
   }
   case OpKind::AsyncCommit:
@@ -295,7 +298,7 @@ bool KernelEmitter::emitOp(const Op &op) {
     out_.line("__syncthreads();");
     return true;
   case OpKind::MbarrierInit: case OpKind::MbarrierExpectTx: case OpKind::MbarrierWait:
-  case OpKind::MbarrierArrive: case OpKind::TmaLoad: case OpKind::Wgmma: case OpKind::WgmmaFence:
+  case OpKind::MbarrierArrive: case OpKind::TmaLoad: case OpKind::WarpCopy: case OpKind::Wgmma: case OpKind::WgmmaFence:
   case OpKind::WgmmaCommit: case OpKind::WgmmaWait: case OpKind::WarpgroupRole:
   case OpKind::WarpgroupRoleEnd: case OpKind::GridSize: case OpKind::NumSms: case OpKind::SmemStore:
   case OpKind::FenceProxyAsync: case OpKind::WarpgroupBarrier: case OpKind::TmaStore: case OpKind::TmaStoreWait:

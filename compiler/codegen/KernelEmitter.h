@@ -129,6 +129,12 @@ private:
   bool emitWgmma(const ir::Op &op);
   bool emitSmemStore(const ir::Op &op);
   bool emitTmaStore(const ir::Op &op);
+  bool emitWarpCopy(const ir::Op &op);
+  void emitVectorCopy(const ir::Op &op, const std::string &dstAddr, const ir::Type &slot, const ir::Value *global,
+                      size_t firstOffset, const std::string &pred, const std::string &first, int step);
+  bool emitSharedVectorRead(const ir::Op &op);
+  /// `if (lane == 0) ` where the role's issuer is a whole warp, else nothing.
+  std::string oneLane() const { return roleIssuerIsWarp_ ? "if (lane == 0) " : ""; }
   /// Blocks per multiprocessor that the warpgroup roles' registers
   /// (setmaxnreg) leave room for; 0 without roles.
   int blocksForRoleRegisters() const;
@@ -141,7 +147,9 @@ private:
   void emitPanelStores(const std::string &base, const ir::Type &panels, const ir::Value *value, int64_t first);
   int roleWarpgroups_ = 0;      ///< warpgroups given a role so far
   int currentRoleWarpgroups_ = 0; ///< warpgroups of the role being emitted
-  bool roleIssuerOpen_ = false; ///< inside a role's single-thread block
+  bool roleIssuerOpen_ = false; ///< inside a role's single-thread (or single-warp) block
+  /// Inside a role run by one warp: ops for one thread run in its lane 0.
+  bool roleIssuerIsWarp_ = false;
   bool alignmentChecked_ = false;
 
   const ir::Kernel &kernel_;

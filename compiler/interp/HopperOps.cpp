@@ -214,6 +214,47 @@ Machine::Status Machine::execTmaLoad(Context &ctx, const Op &op) {
   return Status::Next;
 }
 
+/// The producer warp's cp.async copy of a vector into a slot: in flight
+/// (landing as late as it may, like a bulk copy), it holds the barrier's
+/// phase until it lands.
+Machine::Status Machine::execWarpCopy(Context &ctx, const Op &op) {
+  if (op.operands.size() < 4)
+    return fail(op, DiagId::InterpMalformedOp, "warp_copy", "it takes a buffer, an iteration, mbarriers, a tensor and offsets");
+  RValue &buffer = get(ctx, op.operands[0]);
+  RValue &global = get(ctx, op.operands[3]);
+  if (!buffer.buffer || buffer.buffer->slots.empty() || global.global < 0)
+    return fail(op, DiagId::InterpMalformedOp, "warp_copy", "operand #0 must be a shared buffer and #3 a global tensor");
+  if (!ctx.oneThread)
+    return fail(op, DiagId::InterpNeedsOneThread, "warp_copy", ctx.what());
+  const Tensor &t = tensors_[global.global];
+  if (op.operands.size() != 4 + t.dims.size())
+    return fail(op, DiagId::InterpMalformedOp, "warp_copy", "it needs one offset per tensor dim");
+  SharedBuffer &slots = *buffer.buffer;
+  int64_t it = static_cast<int64_t>(get(ctx, op.operands[1]).scalar);
+  int64_t slot = it % static_cast<int64_t>(slots.slots.size());
+  if (slots.readers[slot] > 0)
+    return fail(op, DiagId::InterpDataRace, slot, nameOf(op.operands[0]),
+                "`warp_copy` starts a copy into it while a `wgmma` still reads it");
+  if (slots.copiesInFlight[slot] > 0)
+    return fail(op, DiagId::InterpDataRace, slot, nameOf(op.operands[0]),
+                "`warp_copy` starts a copy into it while an earlier copy is in flight");
+  std::string barName;
+  Mbarrier *bar = barrierOf(ctx, op, 2, it, barName);
+  if (!bar || addTx(op, *bar, barName, slots.slotBytes) == Status::Failed)
+    return Status::Failed;
+  BulkCopy copy;
+  copy.op = &op;
+  copy.buffer = buffer.buffer;
+  copy.slot = slot;
+  copy.bars = get(ctx, op.operands[2]).buffer;
+  copy.bar = it % static_cast<int64_t>(copy.bars->bars.size());
+  copy.global = global.global;
+  copy.base = sliceBase(ctx, op, 4, t);
+  ++slots.copiesInFlight[slot];
+  copies_.push_back(std::move(copy));
+  return Status::Next;
+}
+
 Machine::Status Machine::checkTmaStrides(const Op &op, const Tensor &t, const Value *global) {
   int64_t pitch = dtypeBytes(t.dtype);
   for (size_t d = t.dims.size(); d-- > 1;) {

@@ -29,8 +29,8 @@ std::string blockName(const int64_t (&block)[3]) {
 bool synchronises(OpKind kind) {
   switch (kind) {
   case OpKind::MbarrierInit: case OpKind::MbarrierExpectTx: case OpKind::MbarrierWait:
-  case OpKind::MbarrierArrive: case OpKind::TmaLoad: case OpKind::Wgmma: case OpKind::WgmmaWait:
-  case OpKind::Barrier: case OpKind::TmaStore: case OpKind::TmaStoreWait: case OpKind::SmemStore:
+  case OpKind::MbarrierArrive: case OpKind::TmaLoad: case OpKind::WarpCopy: case OpKind::Wgmma:
+  case OpKind::WgmmaWait: case OpKind::Barrier: case OpKind::TmaStore: case OpKind::TmaStoreWait: case OpKind::SmemStore:
     return true;
   default:
     return false;
@@ -249,6 +249,7 @@ Machine::Status Machine::exec(Context &ctx, const Op &op) {
   case OpKind::MbarrierWait: return finish(ctx, op, execMbarrierWait(ctx, op));
   case OpKind::MbarrierArrive: return finish(ctx, op, execMbarrierArrive(ctx, op));
   case OpKind::TmaLoad: return finish(ctx, op, execTmaLoad(ctx, op));
+  case OpKind::WarpCopy: return finish(ctx, op, execWarpCopy(ctx, op));
   case OpKind::Wgmma: return finish(ctx, op, execWgmma(ctx, op));
   case OpKind::WgmmaFence: return finish(ctx, op, execWgmmaFence(ctx, op));
   case OpKind::WgmmaCommit: return finish(ctx, op, execWgmmaCommit(ctx, op));
@@ -305,7 +306,7 @@ Machine::Status Machine::checkOperands(Context &ctx, const Op &op) {
     // slot; copies write the buffer they are given; loops pass values on.
     bool reads = op.kind != OpKind::StageView && op.kind != OpKind::Wgmma && op.kind != OpKind::Yield &&
                  op.kind != OpKind::For &&
-                 !(i == 0 && (op.kind == OpKind::TmaLoad || op.kind == OpKind::AsyncLoad ||
+                 !(i == 0 && (op.kind == OpKind::TmaLoad || op.kind == OpKind::WarpCopy || op.kind == OpKind::AsyncLoad ||
                               op.kind == OpKind::SmemStore || op.kind == OpKind::TmaStore));
     if (!reads)
       continue;
@@ -422,7 +423,8 @@ Machine::Status Machine::execWarpgroupRole(Context &ctx, const Op &op) {
     role->role = marker.strAttr("role", "unnamed");
     role->explicitRole = true;
     role->warps = static_cast<int>(4 * marker.intAttr("warpgroups", 1));
-    role->oneThread = marker.intAttr("issuers") == 1;
+    // A warp of issuers acts as one thread: its lane 0 issues, it arrives once.
+    role->oneThread = marker.intAttr("issuers") == 1 || marker.intAttr("issuers") == 32;
     role->values = ctx.values;
     role->stack.push_back({cursor.block, std::next(it), cursor.end});
     warpgroups += marker.intAttr("warpgroups", 1);

@@ -260,6 +260,7 @@ private:
   Status execMbarrierWait(Context &ctx, const ir::Op &op);
   Status execMbarrierArrive(Context &ctx, const ir::Op &op);
   Status execTmaLoad(Context &ctx, const ir::Op &op);
+  Status execWarpCopy(Context &ctx, const ir::Op &op);
   Status execWgmma(Context &ctx, const ir::Op &op);
   Status execWgmmaFence(Context &ctx, const ir::Op &op);
   Status execWgmmaCommit(Context &ctx, const ir::Op &op);

@@ -267,6 +267,23 @@ std::string checkAsyncLoad(const Op &op) {
   return checkAccessSizes(op, operandType(op, 3), buffer);
 }
 
+std::string checkWarpCopy(const Op &op) {
+  if (!op.results.empty())
+    return countMismatch("result", 0, op.results.size());
+  if (op.operands.size() < 4)
+    return "expects a buffer, an iteration, mbarriers, a global tensor and offsets";
+  const Type &buffer = operandType(op, 0);
+  if (!buffer.isSharedVector() || buffer.stages == 0 || dtypeBytes(buffer.dtype) != 4)
+    return fmt::format("operand #0 must be a staged shared vector of 4-byte elements, but is {}", buffer.str());
+  if (!isScalarOf(operandType(op, 1), DType::I32))
+    return fmt::format("iteration operand must be i32, but is {}", operandType(op, 1).str());
+  if (!operandType(op, 2).isShared() || operandType(op, 2).layout.kind != LayoutKind::Mbarrier)
+    return fmt::format("operand #2 must be #mbarrier shared memory, but is {}", operandType(op, 2).str());
+  if (auto error = checkGlobalAccess(op, 3, 4); !error.empty())
+    return error;
+  return checkAccessSizes(op, operandType(op, 3), buffer);
+}
+
 /// A shared tile in the 128-byte-swizzled panels that bulk tensor copies use.
 std::string checkSwizzledPanel(const Op &op, size_t index) {
   const Type &tile = operandType(op, index);
@@ -615,6 +632,7 @@ std::string checkOpRules(const Op &op) {
     return "";
   }
   case OpKind::AsyncLoad: return checkAsyncLoad(op);
+  case OpKind::WarpCopy: return checkWarpCopy(op);
   case OpKind::AsyncWait:
     if (auto error = checkCounts(op, 0, 0); !error.empty())
       return error;

@@ -101,6 +101,8 @@ struct Type {
   bool isTile() const { return kind == TypeKind::Tile; }
   bool isRegister() const { return isTile() && space == MemSpace::Register; }
   bool isShared() const { return isTile() && space == MemSpace::Shared; }
+  /// A 1-d shared tile without a layout (a staged vector's slot).
+  bool isSharedVector() const { return isShared() && shape.size() == 1 && layout.kind == LayoutKind::None; }
   int64_t numElements() const;
   Type withDType(DType d) const;
   Type withLayout(MemSpace s, Layout l) const;

@@ -31,6 +31,11 @@
 // that the products read but that were loaded once before the loop
 // (resident: the query tile) are copied by the producer first, on a
 // barrier of their own (`once`), and the consumer waits for them once.
+// Vectors that such a loop loads into registers (attention backward's
+// per-query L and Delta) go through S-slot shared buffers too: the
+// producer warp copies them (`warp_copy`, cp.async) on the first tile's
+// `full` barrier, and the consumer reads its values right after waiting
+// for that tile (collectVectors).
 //
 // The two loops only work when they run in different warps at once:
 // warp-specialize places them. The iteration number is `k - lo + base`
@@ -44,10 +49,6 @@
 
 namespace tkc {
 namespace {
-
-/// Registers per thread that the vectors loaded one iteration ahead may
-/// take together (prefetchRegisterLoads).
-constexpr int64_t kPrefetchedVectorRegisters = 16;
 
 using namespace ir;
 
@@ -69,6 +70,8 @@ public:
     Op &yield = *body.ops.back();
     bool chain = mmas_.size() == 1 && resident_.empty() && mmas_[0]->operands[2] == body.args[1].get() &&
                  yield.operands.size() == 1 && yield.operands[0] == mmas_[0]->result();
+    if (!chain)
+      collectVectors();
     // In a loop of several products each issued in its iteration (the
     // attention backward's), each tile gets a barrier of its own, so that a
     // product waits only for its operands: dP^T for dO, not S^T. A GEMM step
@@ -117,6 +120,13 @@ private:
     for (Op *load : resident_)
       residentBuffers_.push_back(staged(b, load, 1, "once_buf"));
     Type barType = Type::tile(DType::I32, {stages_, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1});
+    for (Op *load : vectors_) {
+      Type t = load->result()->type.withLayout(MemSpace::Shared, Layout{});
+      t.stages = static_cast<int>(stages_);
+      Value *buf = b.value(OpKind::SmemAlloc, {}, t);
+      buf->nameHint = load->operands[0]->nameHint + "_buf";
+      vectorBuffers_.push_back(buf);
+    }
     for (size_t i = 0; i < (barrierPerTile ? streamed_.size() : 1); ++i) {
       Value *full = b.value(OpKind::SmemAlloc, {}, barType);
       full->nameHint = barrierPerTile ? streamed_[i]->result()->nameHint + "_full" : "full";
@@ -168,7 +178,18 @@ private:
     std::vector<int64_t> expected(fulls_.size(), 0);
     for (size_t i = 0; i < streamed_.size(); ++i)
       expected[fullIndex(i)] += passes::sharedBufferBytes(streamed_[i]->result()->type);
+    // The vectors ride on the first tile's barrier: each copy holds the
+    // barrier's phase until it lands, so it starts before the arrival that
+    // announces the tile (which, with the tile landed, would complete it).
     std::map<Value *, Value *> cloned;
+    for (size_t i = 0; i < vectors_.size(); ++i) {
+      Op *load = vectors_[i];
+      std::vector<Value *> operands{vectorBuffers_[i], it, fulls_[0], load->operands[0]};
+      for (size_t j = 1; j < load->operands.size(); ++j)
+        operands.push_back(passes::cloneForIteration(pb, loop_, load->operands[j], pk, cloned));
+      pb.setLoc(load->loc);
+      pb.create(OpKind::WarpCopy, operands, {}, load->attrs);
+    }
     for (size_t i = 0; i < streamed_.size(); ++i) {
       Op *load = streamed_[i];
       if (fulls_.size() > 1 || i == 0)
@@ -181,6 +202,20 @@ private:
       pb.create(OpKind::TmaLoad, operands, {}, attrs);
     }
     pb.create(OpKind::Yield, {}, {});
+  }
+
+  /// Vectors loaded into registers in the loop (attention backward's
+  /// per-query L and Delta, one value per column of an accumulator) go
+  /// through shared slots instead: the producer warp copies them with the
+  /// tiles, bounds checks and zero fill included, and each consumer thread
+  /// reads the few values its columns need. In registers, each thread loaded
+  /// and bounds-checked every value itself: on the H200 those loads were
+  /// about a third of the dK/dV loop's instructions at D = 64.
+  void collectVectors() {
+    for (auto &op : loop_.body->ops) {
+      if (op->kind == OpKind::Load && passes::isStageableVector(op->result()->type) && !dependsOnCarried(op->result()))
+        vectors_.push_back(op.get());
+    }
   }
 
   /// The barrier of streamed tile i.
@@ -219,6 +254,37 @@ private:
       view->nameHint = streamed_[i]->result()->nameHint;
       replaceAllUsesIn(body, streamed_[i]->result(), view);
       views_.push_back(view);
+    }
+    for (size_t i = 0; i < vectors_.size(); ++i) {
+      Op *load = vectors_[i];
+      Builder at(body, passes::positionOf(*load));
+      at.setLoc(load->loc);
+      Value *view = at.value(OpKind::StageView, {vectorBuffers_[i], slot}, vectorBuffers_[i]->type);
+      view->type.stages = 0;
+      Value *read = at.value(OpKind::Convert, {view}, load->result()->type);
+      read->nameHint = load->result()->nameHint;
+      replaceAllUsesIn(body, load->result(), read);
+      vectorReads_.push_back(read);
+      passes::eraseOp(*load);
+    }
+  }
+
+  /// The vectors are read right after the wait for the barrier they ride
+  /// on, once the products have been issued early: before the products
+  /// issued next, as on the H200 reading them between products in flight
+  /// (next to their first readers) ran the dK/dV kernel 3-8% slower.
+  void placeVectorReads() {
+    if (vectorReads_.empty())
+      return;
+    Block &body = *loop_.body;
+    auto wait = std::find_if(body.ops.begin(), body.ops.end(), [&](const std::unique_ptr<Op> &op) {
+      return op->kind == OpKind::MbarrierWait && op->operands[0] == fulls_[0];
+    });
+    auto at = std::next(wait);
+    for (Value *read : vectorReads_) {
+      Op &convert = *read->definingOp, &view = *convert.operands[0]->definingOp;
+      body.ops.splice(at, body.ops, passes::positionOf(view));
+      body.ops.splice(at, body.ops, passes::positionOf(convert));
     }
   }
 
@@ -294,9 +360,9 @@ private:
   void scheduleProducts() {
     Block &body = *loop_.body;
     Op &yield = *body.ops.back();
-    prefetchRegisterLoads();
     mmas_ = issueEarly(body);
     sinkTileWaits();
+    placeVectorReads();
     std::vector<Value *> deferredArgs, deferredResults;
     passes::UseCounts uses = passes::countUses(body);
     for (Op *mma : mmas_)
@@ -508,21 +574,16 @@ private:
     return arg;
   }
 
-  /// Whether `v` is computed in the loop body from the body's arguments:
-  /// the carried values, and the induction variable too where
-  /// `inductionToo` (then: whether `v` changes from one iteration to the
-  /// next).
-  bool dependsOnBodyArgs(Value *v, bool inductionToo) const {
+  /// Whether `v` is computed in the loop body from the values it carries
+  /// (not only from the induction variable and values from outside).
+  bool dependsOnCarried(Value *v) const {
     if (v->ownerBlock == loop_.body.get())
-      return inductionToo || v != loop_.body->args[0].get();
+      return v != loop_.body->args[0].get();
     Op *def = v->definingOp;
     if (!def || def->parent != loop_.body.get())
       return false;
-    return std::any_of(def->operands.begin(), def->operands.end(),
-                       [&](Value *o) { return dependsOnBodyArgs(o, inductionToo); });
+    return std::any_of(def->operands.begin(), def->operands.end(), [&](Value *o) { return dependsOnCarried(o); });
   }
-  bool dependsOnCarried(Value *v) const { return dependsOnBodyArgs(v, false); }
-  bool dependsOnLoop(Value *v) const { return dependsOnBodyArgs(v, true); }
 
   /// Whether a product's only reader is the loop's yield: it feeds nothing
   /// but the next iteration, and may stay in flight until then.
@@ -549,83 +610,6 @@ private:
       if (yield.operands[i] == v)
         return std::find(deferredArgs.begin(), deferredArgs.end(), body.args[1 + i].get()) != deferredArgs.end();
     return false;
-  }
-
-  /// Loads straight into registers (attention backward's per-query vectors
-  /// L and Delta) are issued one iteration ahead and carried into the next,
-  /// so that their global-memory latency overlaps a whole iteration instead
-  /// of stalling the work that reads them: the one the body reads first
-  /// always, the others in the order they are read while all the vectors
-  /// carried so take at most kPrefetchedVectorRegisters per thread, as they
-  /// hold their registers through the busiest part of the iteration. On the
-  /// H200, prefetching Delta beside L ran the dK/dV kernel 2.4-4.2% faster
-  /// at D = 128 (8 registers each) and, at D = 64 (16 each), spilled and
-  /// ran 2.4-3.3% slower. Iteration k loads for min(k + 1, hi - 1) (the
-  /// last one reloads its own, unused), and the loop starts with the load
-  /// for `lo`, so only loads whose every index that moves with the loop is
-  /// bounds-checked qualify (the loop may be empty).
-  void prefetchRegisterLoads() {
-    Block &body = *loop_.body;
-    std::vector<Op *> loads;
-    for (auto &op : body.ops) {
-      if (op->kind != OpKind::Load || !op->result()->type.isRegister())
-        continue;
-      auto checked = op->listAttr("checked");
-      bool movingChecked = checked.size() + 1 == op->operands.size();
-      for (size_t d = 0; movingChecked && d < checked.size(); ++d)
-        movingChecked = checked[d] != 0 || !dependsOnLoop(op->operands[1 + d]);
-      if (movingChecked && !dependsOnCarried(op->result()))
-        loads.push_back(op.get());
-    }
-    auto firstReader = [&](Op *load) {
-      return std::distance(body.ops.begin(),
-                           std::find_if(body.ops.begin(), body.ops.end(), [&](const std::unique_ptr<Op> &op) {
-                             return passes::reads(*op, load->result());
-                           }));
-    };
-    std::stable_sort(loads.begin(), loads.end(), [&](Op *x, Op *y) { return firstReader(x) < firstReader(y); });
-    int64_t registers = 0;
-    for (size_t i = 0; i < loads.size(); ++i) {
-      std::optional<int64_t> own = vectorRegisters(loads[i]->result()->type);
-      if (i > 0 && (!own || registers + *own > kPrefetchedVectorRegisters))
-        break;
-      registers += own.value_or(0);
-      prefetch(*loads[i]);
-    }
-  }
-
-  /// Registers per thread of a vector in an accumulator's row or column
-  /// layout (a quad of lanes shares 8 columns, two per lane; a warp's 16
-  /// rows go to 8 groups of lanes, two per lane), or nothing for another
-  /// tile.
-  static std::optional<int64_t> vectorRegisters(const Type &type) {
-    if (type.shape.size() != 1 || dtypeBytes(type.dtype) != 4)
-      return std::nullopt;
-    if (type.layout.kind == LayoutKind::AccCol)
-      return type.shape[0] / type.layout.warpsN / 4;
-    if (type.layout.kind == LayoutKind::AccRow)
-      return type.shape[0] / type.layout.warpsM / 8;
-    return std::nullopt;
-  }
-
-  void prefetch(Op &load) {
-    Block &body = *loop_.body;
-    Value *v = load.result();
-    std::map<Value *, Value *> firstCloned, nextCloned;
-    Builder pre(*loop_.parent, passes::positionOf(loop_));
-    pre.setLoc(load.loc);
-    Value *first = passes::cloneForIteration(pre, loop_, v, lo_, firstCloned);
-    Builder at(body, passes::positionOf(load));
-    at.setLoc(load.loc);
-    Value *k = body.args[0].get();
-    Value *next = at.value(OpKind::Min, {at.value(OpKind::Add, {k, at.constInt(1)}, scalarI32()),
-                                         at.value(OpKind::Sub, {hi_, at.constInt(1)}, scalarI32())},
-                           scalarI32());
-    Value *ahead = passes::cloneForIteration(at, loop_, v, next, nextCloned);
-    Value *carried = addCarried(first, v, v->nameHint.empty() ? "ahead" : v->nameHint + "_ahead");
-    replaceAllUsesIn(body, v, carried);
-    body.ops.back()->operands.push_back(ahead);
-    passes::eraseOp(load);
   }
 
   /// Moves each product of the body up to just after what it reads (with the
@@ -717,6 +701,10 @@ private:
   int64_t stages_ = 2;
   Value *lo_ = nullptr, *hi_ = nullptr;
   std::vector<Op *> mmas_, streamed_, resident_;
+  /// Vectors loaded in the loop that go through shared slots
+  /// (collectVectors), their slot buffers and their reads in the consumer.
+  std::vector<Op *> vectors_;
+  std::vector<Value *> vectorBuffers_, vectorReads_;
   int consumerWarps_ = 0;
   /// Slot buffers of the streamed and the resident tiles, in their order.
   std::vector<Value *> buffers_, residentBuffers_;

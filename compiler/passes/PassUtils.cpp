@@ -105,6 +105,11 @@ bool isInside(const Op &op, const Op &loop) {
   return false;
 }
 
+bool isStageableVector(const Type &type) {
+  return type.isRegister() && type.dtype == DType::F32 && type.shape.size() == 1 &&
+         (type.layout.kind == LayoutKind::AccCol || type.layout.kind == LayoutKind::AccRow);
+}
+
 std::optional<int64_t> constantIntOf(const Value *v) {
   auto value = constantOf(v);
   if (!value || !std::holds_alternative<int64_t>(*value))

@@ -62,6 +62,11 @@ bool isInside(const ir::Op &op, const ir::Op &loop);
 /// The integer held by a `const` op defining `v`, if any.
 std::optional<int64_t> constantIntOf(const ir::Value *v);
 
+/// An f32 register vector with a value per row or column of an accumulator
+/// (attention backward's L and Delta), which the pipelining passes copy
+/// through staged shared vectors like the tiles.
+bool isStageableVector(const ir::Type &type);
+
 /// Removes ops whose results are unused and that have no side effects,
 /// loops included, and iter_args whose result is unused and whose block
 /// argument only feeds its own yield slot; repeats until nothing changes.

@@ -64,9 +64,13 @@ public:
     std::vector<Value *> buffers;
     for (Op *load : loads) {
       Type bufferType = load->result()->type;
+      if (bufferType.isRegister()) // a vector
+        bufferType = bufferType.withLayout(MemSpace::Shared, Layout{});
       bufferType.stages = stages;
       Value *buffer = before.value(OpKind::SmemAlloc, {}, bufferType);
       buffer->nameHint = load->result()->nameHint.empty() ? "buf" : load->result()->nameHint + "_buf";
+      if (load->result()->type.isRegister())
+        buffer->nameHint = load->operands[0]->nameHint + "_buf";
       buffers.push_back(buffer);
     }
 
@@ -110,13 +114,20 @@ public:
     Value *slotNext = issue.value(OpKind::Rem, {relNext, count}, Type::scalar(DType::I32));
     issueCopies(issue, loads, buffers, kNext, slotNext, pred);
 
-    // The loads become views of the current slot.
+    // The loads become views of the current slot (vectors: read from it).
     for (size_t i = 0; i < loads.size(); ++i) {
       Op *load = loads[i];
       Builder at(body, find(body, load));
       at.setLoc(load->loc);
-      Value *view = at.value(OpKind::StageView, {buffers[i], slot}, load->result()->type);
+      Type slotType = buffers[i]->type;
+      slotType.stages = 0;
+      Value *view = at.value(OpKind::StageView, {buffers[i], slot}, slotType);
       view->nameHint = load->result()->nameHint;
+      if (load->result()->type.isRegister()) {
+        view->nameHint = load->operands[0]->nameHint + "_slot";
+        view = at.value(OpKind::Convert, {view}, load->result()->type);
+        view->nameHint = load->result()->nameHint;
+      }
       replaceAllUsesIn(body, load->result(), view);
       body.ops.erase(find(body, load));
     }
@@ -133,12 +144,13 @@ public:
   }
 
 private:
-  /// Shared-memory loads directly in the body whose addresses depend only on
-  /// the induction variable and values from outside the loop.
+  /// Shared-memory loads, and loads of vectors (passes::isStageableVector),
+  /// directly in the body whose addresses depend only on the induction
+  /// variable and values from outside the loop.
   std::vector<Op *> pipelinableLoads() {
     std::vector<Op *> loads;
     for (auto &op : loop_.body->ops) {
-      if (op->kind != OpKind::Load || !op->result()->type.isShared())
+      if (op->kind != OpKind::Load || !(op->result()->type.isShared() || passes::isStageableVector(op->result()->type)))
         continue;
       bool ok = true;
       for (size_t i = 1; i < op->operands.size() && ok; ++i)

@@ -2,8 +2,10 @@
 // producer and consumer loops of hopper-pipeline their own warpgroups and
 // makes the kernel persistent.
 //
-//   * Warpgroup 0 is the producer: one thread issues the bulk copies, and
-//     the warpgroup gives registers back (`regs`, setmaxnreg.dec).
+//   * Warpgroup 0 is the producer: one thread issues the bulk copies (one
+//     warp, `issuers = 32`, where it also copies vectors, each lane its
+//     share), and the warpgroup gives registers back (`regs`,
+//     setmaxnreg.dec).
 //     Warpgroups 1.. are the consumers and take the registers it freed. A
 //     kernel with a single consumer warpgroup whose shared buffers fit
 //     twice shares the multiprocessor with a second block: each block's
@@ -60,6 +62,14 @@ constexpr int64_t kGroupRows = 16;
 constexpr int64_t kSharedAlignment = 1024;
 
 Type i32() { return Type::scalar(DType::I32); }
+
+/// The producer's issuing threads: one, or a whole warp where its loop
+/// copies vectors (`warp_copy`), whose lanes share the elements.
+int64_t producerIssuers(Op &producerLoop) {
+  bool warpCopies = false;
+  walk(*producerLoop.body, [&](Op &op) { warpCopies |= op.kind == OpKind::WarpCopy; });
+  return warpCopies ? 32 : 1;
+}
 
 /// Registers per consumer thread when the producer keeps its minimum and
 /// `blocks` blocks share the register file.
@@ -188,7 +198,7 @@ public:
     int consumerRegs = consumerRegisters(target_, consumerWarps, blocks);
     b.create(OpKind::WarpgroupRole, {}, {},
              {{"role", Attr(std::string("producer"))}, {"warpgroups", Attr(int64_t(1))},
-              {"regs", Attr(int64_t(kProducerRegisters))}, {"issuers", Attr(int64_t(1))}});
+              {"regs", Attr(int64_t(kProducerRegisters))}, {"issuers", Attr(producerIssuers(producer_))}});
     Block &producerTiles = tileLoop(b, first, tiles, stride);
     b.create(OpKind::WarpgroupRole, {}, {},
              {{"role", Attr(std::string("consumer"))}, {"warpgroups", Attr(int64_t(consumerWarps / 4))},
@@ -516,7 +526,8 @@ void specializeInPlace(Kernel &kernel, Op &producer, const Target &target) {
   int consumerRegs = consumerRegisters(target, consumerWarps, blocksPerMultiprocessor(kernel, target));
   Op *producerRole = marks.create(OpKind::WarpgroupRole, {}, {},
                                   {{"role", Attr(std::string("producer"))}, {"warpgroups", Attr(int64_t(1))},
-                                   {"regs", Attr(int64_t(kProducerRegisters))}, {"issuers", Attr(int64_t(1))}});
+                                   {"regs", Attr(int64_t(kProducerRegisters))},
+                                   {"issuers", Attr(producerIssuers(producer))}});
   take(producerRole);
   for (Op *op : producerOps)
     take(op);

@@ -34,11 +34,10 @@ __device__ __forceinline__ void cp_async_4(uint32_t dst, const void *src, int sr
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
 
-/// Holds the current phase of the mbarrier at `bar` until this thread's
-/// cp.async copies so far have landed (no arrival of its own: the pending
-/// count goes up now and down when they land).
-__device__ __forceinline__ void cp_async_mbarrier_arrive(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+/// Arrives on the mbarrier at `bar` once this thread's cp.async copies so
+/// far have landed (one of the arrivals its count expects).
+__device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }

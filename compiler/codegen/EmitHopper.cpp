@@ -122,10 +122,12 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     return true;
   }
   case OpKind::MbarrierArrive: {
-    // One arrival per warp: the barrier counts warps.
+    // One arrival per warp (the barrier counts warps), or per lane.
     std::string pred = scalar(op.operands[2]);
-    std::string cond = pred == "true" ? "lane == 0" : fmt::format("{} && lane == 0", pred);
-    out_.line("if ({}) tkc::mbarrier_arrive({});", cond, barrierAddress(op.operands[0], scalar(op.operands[1])));
+    std::string lane = op.intAttr("all_lanes") ? "" : "lane == 0";
+    std::string cond = pred == "true" ? lane : lane.empty() ? pred : fmt::format("{} && {}", pred, lane);
+    std::string arrive = fmt::format("tkc::mbarrier_arrive({});", barrierAddress(op.operands[0], scalar(op.operands[1])));
+    out_.line("{}", cond.empty() ? arrive : fmt::format("if ({}) {}", cond, arrive));
     return true;
   }
   case OpKind::TmaLoad: {
@@ -258,9 +260,8 @@ void KernelEmitter::closeRoleIssuers() {
 }
 
 /// The issuing warp copies a vector slice into slot `it % S` (each lane
-/// every 32nd element) and makes barrier `it % S` wait for the copies;
-/// `__syncwarp` puts every lane's hold on the barrier before lane 0's
-/// arrival on it.
+/// every 32nd element), and each lane arrives on barrier `it % S` once its
+/// copies have landed.
 bool KernelEmitter::emitWarpCopy(const Op &op) {
   const Value *buf = op.operands[0];
   if (!roleIssuerIsWarp_)
@@ -268,8 +269,7 @@ bool KernelEmitter::emitWarpCopy(const Op &op) {
   std::string it = scalar(op.operands[1]);
   std::string dst = fmt::format("{} + ({}) % {} * {}", name(buf), it, buf->type.stages, slotBytes(buf->type));
   emitVectorCopy(op, dst, buf->type, op.operands[3], 4, "true", "lane", 32);
-  out_.line("tkc::cp_async_mbarrier_arrive({});", barrierAddress(op.operands[2], it));
-  out_.line("__syncwarp();");
+  out_.line("tkc::cp_async_mbarrier_arrive_noinc({});", barrierAddress(op.operands[2], it));
   return true;
 }
 

@@ -462,10 +462,12 @@ bool Machine::land(BulkCopy &copy) {
     b.slotWrite[copy.slot] = writeShared(op, b.offset + copy.slot * b.slotBytes, b.slotBytes);
   if (!copy.bars)
     return true;
-  // complete-tx counts the whole box, zero-filled part included.
-  int64_t bytes = b.slotBytes;
   Mbarrier &bar = copy.bars->bars[copy.bar];
   std::string name = fmt::format("`{}`[{}]", nameOf(copy.bars->value), copy.bar);
+  if (copy.arrivals > 0)
+    return arrive(op, bar, name, copy.arrivals) == Status::Next;
+  // complete-tx counts the whole box, zero-filled part included.
+  int64_t bytes = b.slotBytes;
   return addTx(op, bar, name, -bytes) == Status::Next;
 }
 

@@ -145,7 +145,8 @@ Machine::Status Machine::execMbarrierArrive(Context &ctx, const Op &op) {
   Mbarrier *bar = barrierOf(ctx, op, 0, static_cast<int64_t>(get(ctx, op.operands[1]).scalar), name);
   if (!bar)
     return Status::Failed;
-  return arrive(op, *bar, name, ctx.arrivingWarps());
+  // all_lanes: every lane of each warp arrives.
+  return arrive(op, *bar, name, ctx.arrivingWarps() * (op.intAttr("all_lanes") ? 32 : 1));
 }
 
 std::string Machine::waitDescription(Context &ctx, const Op &op) {
@@ -215,8 +216,10 @@ Machine::Status Machine::execTmaLoad(Context &ctx, const Op &op) {
 }
 
 /// The producer warp's cp.async copy of a vector into a slot: in flight
-/// (landing as late as it may, like a bulk copy), it holds the barrier's
-/// phase until it lands.
+/// (landing as late as it may, like a bulk copy) until its lanes arrive on
+/// the barrier, one arrival each.
+constexpr int64_t kWarpCopyLanes = 32;
+
 Machine::Status Machine::execWarpCopy(Context &ctx, const Op &op) {
   if (op.operands.size() < 4)
     return fail(op, DiagId::InterpMalformedOp, "warp_copy", "it takes a buffer, an iteration, mbarriers, a tensor and offsets");
@@ -239,10 +242,10 @@ Machine::Status Machine::execWarpCopy(Context &ctx, const Op &op) {
     return fail(op, DiagId::InterpDataRace, slot, nameOf(op.operands[0]),
                 "`warp_copy` starts a copy into it while an earlier copy is in flight");
   std::string barName;
-  Mbarrier *bar = barrierOf(ctx, op, 2, it, barName);
-  if (!bar || addTx(op, *bar, barName, slots.slotBytes) == Status::Failed)
+  if (!barrierOf(ctx, op, 2, it, barName))
     return Status::Failed;
   BulkCopy copy;
+  copy.arrivals = kWarpCopyLanes;
   copy.op = &op;
   copy.buffer = buffer.buffer;
   copy.slot = slot;

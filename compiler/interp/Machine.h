@@ -111,6 +111,9 @@ struct BulkCopy {
   int global = -1;
   std::vector<int64_t> base; ///< the slice's offset in every dim of the tensor
   bool zeroFill = false;     ///< cp.async whose predicate was false
+  /// Arrivals on the barrier when it lands (a warp_copy: one per lane), in
+  /// place of completing transaction bytes (a bulk copy).
+  int64_t arrivals = 0;
 };
 
 /// A bulk store (tma_store) of a staging slot to a global tile: it reads

@@ -52,6 +52,11 @@ namespace {
 
 using namespace ir;
 
+/// The lanes of a warp: those of the producer warp that copies vectors
+/// each arrive on the slot's barrier for their part of a copy, and where a
+/// slot holds vectors each consumer lane releases it.
+constexpr int64_t kWarpLanes = 32;
+
 Type scalarI32() { return Type::scalar(DType::I32); }
 
 class HopperPipeliner {
@@ -139,9 +144,16 @@ private:
                       Type::tile(DType::I32, {1, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1}));
       once_->nameHint = "once";
     }
-    for (Value *full : fulls_)
-      b.create(OpKind::MbarrierInit, {full}, {}, {{"count", Attr(int64_t(1))}});
-    b.create(OpKind::MbarrierInit, {empty_}, {}, {{"count", Attr(int64_t(consumerWarps_))}});
+    // The first tile's barrier also counts an arrival of each lane of the
+    // producer warp per vector copy (warp_copy).
+    for (Value *full : fulls_) {
+      int64_t count = 1 + (full == fulls_[0] ? kWarpLanes * static_cast<int64_t>(vectors_.size()) : 0);
+      b.create(OpKind::MbarrierInit, {full}, {}, {{"count", Attr(count)}});
+    }
+    // Consumers release a slot one arrival per warp, or per lane where each
+    // lane reads vectors from it itself (releaseSlot).
+    int64_t releasers = consumerWarps_ * (vectors_.empty() ? 1 : kWarpLanes);
+    b.create(OpKind::MbarrierInit, {empty_}, {}, {{"count", Attr(releasers)}});
     if (once_)
       b.create(OpKind::MbarrierInit, {once_}, {}, {{"count", Attr(int64_t(1))}});
     b.create(OpKind::Barrier, {}, {});
@@ -178,9 +190,8 @@ private:
     std::vector<int64_t> expected(fulls_.size(), 0);
     for (size_t i = 0; i < streamed_.size(); ++i)
       expected[fullIndex(i)] += passes::sharedBufferBytes(streamed_[i]->result()->type);
-    // The vectors ride on the first tile's barrier: each copy holds the
-    // barrier's phase until it lands, so it starts before the arrival that
-    // announces the tile (which, with the tile landed, would complete it).
+    // The vectors ride on the first tile's barrier: each lane of the copying
+    // warp arrives on it once its part of a copy has landed.
     std::map<Value *, Value *> cloned;
     for (size_t i = 0; i < vectors_.size(); ++i) {
       Op *load = vectors_[i];
@@ -220,6 +231,16 @@ private:
 
   /// The barrier of streamed tile i.
   size_t fullIndex(size_t i) const { return fulls_.size() > 1 ? i : 0; }
+
+  /// The consumers' release of slot `it` (if `pred`). Where the slot holds
+  /// vectors, which every lane reads itself, every lane arrives
+  /// (`all_lanes`), each after its own reads.
+  void releaseSlot(Builder &b, Value *it, Value *pred) {
+    std::map<std::string, Attr> attrs;
+    if (!vectors_.empty())
+      attrs["all_lanes"] = Attr(int64_t(1));
+    b.create(OpKind::MbarrierArrive, {empty_, it, pred}, {}, attrs);
+  }
 
   /// The consumer is the original loop: it waits for the resident tiles
   /// once, and in each iteration for its slot, and reads the tiles there
@@ -349,7 +370,7 @@ private:
     at.create(OpKind::WgmmaWait, {}, {}, {{"pending", Attr(int64_t(1))}});
     Value *prev = at.value(OpKind::Sub, {it_, at.constInt(1)}, scalarI32());
     Value *hasPrev = at.value(OpKind::Gt, {it_, base_}, Type::scalar(DType::I1));
-    at.create(OpKind::MbarrierArrive, {empty_, prev, hasPrev}, {});
+    releaseSlot(at, prev, hasPrev);
   }
 
   /// Several products with work between them (attention): each issued as
@@ -385,7 +406,7 @@ private:
       Builder end(body, std::prev(body.ops.end()));
       end.setLoc(loop_.loc);
       Value *always = end.value(OpKind::Const, {}, Type::scalar(DType::I1), {{"value", Attr(int64_t(1))}});
-      end.create(OpKind::MbarrierArrive, {empty_, it_, always}, {});
+      releaseSlot(end, it_, always);
       dropLoads();
       return;
     }
@@ -401,7 +422,7 @@ private:
     Op *deferredWait = at.create(OpKind::WgmmaWait, deferredArgs, {}, {{"pending", Attr(newer)}});
     Value *prev = at.value(OpKind::Sub, {it_, at.constInt(1)}, scalarI32());
     Value *hasPrev = at.value(OpKind::Gt, {it_, base_}, Type::scalar(DType::I1));
-    at.create(OpKind::MbarrierArrive, {empty_, prev, hasPrev}, {});
+    releaseSlot(at, prev, hasPrev);
     dropLoads();
 
     if (issued.size() == 2 && deferredArgs.size() == 1 && isDeferred(yield, body, issued[1], deferredArgs))
@@ -436,7 +457,7 @@ private:
     Value *lastIt = after.value(OpKind::Add, {lastRel, base_}, scalarI32());
     lastIt->nameHint = "it_last";
     Value *any = after.value(OpKind::Gt, {count, after.constInt(0)}, Type::scalar(DType::I1));
-    after.create(OpKind::MbarrierArrive, {empty_, lastIt, any}, {});
+    releaseSlot(after, lastIt, any);
   }
 
   /// Software-pipelines the deferred product (the output accumulator,

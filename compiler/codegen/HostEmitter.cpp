@@ -68,9 +68,6 @@ const Value *tensorParameter(const Kernel &kernel, size_t index) {
   return nullptr;
 }
 
-/// The alignment in bytes that the kernels' accesses to tensor parameter
-/// `index` need of its data pointer and row strides: 16 for 16-byte vector
-/// and asynchronous copies, 4 for pairs of 16-bit elements, else one element.
 /// A copy of a vector into shared memory, which goes element by element.
 bool isVectorCopy(const Op &op) {
   if (op.kind == OpKind::WarpCopy)
@@ -79,6 +76,10 @@ bool isVectorCopy(const Op &op) {
   return op.kind == OpKind::AsyncLoad && slot.isSharedVector() && dtypeBytes(slot.dtype) == 4;
 }
 
+/// The alignment in bytes that the kernels' accesses to tensor parameter
+/// `index` need of its data pointer and row strides: 16 for 16-byte vector
+/// and asynchronous copies of tiles, 4 for pairs of 16-bit elements, else
+/// one element (vector copies too).
 int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
   int bytes = 1;
   for (const LaunchVariant &variant : variants) {

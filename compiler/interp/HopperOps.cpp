@@ -146,7 +146,7 @@ Machine::Status Machine::execMbarrierArrive(Context &ctx, const Op &op) {
   if (!bar)
     return Status::Failed;
   // all_lanes: every lane of each warp arrives.
-  return arrive(op, *bar, name, ctx.arrivingWarps() * (op.intAttr("all_lanes") ? 32 : 1));
+  return arrive(op, *bar, name, ctx.arrivingWarps() * (op.intAttr("all_lanes") ? kWarpLanes : 1));
 }
 
 std::string Machine::waitDescription(Context &ctx, const Op &op) {
@@ -218,8 +218,6 @@ Machine::Status Machine::execTmaLoad(Context &ctx, const Op &op) {
 /// The producer warp's cp.async copy of a vector into a slot: in flight
 /// (landing as late as it may, like a bulk copy) until its lanes arrive on
 /// the barrier, one arrival each.
-constexpr int64_t kWarpCopyLanes = 32;
-
 Machine::Status Machine::execWarpCopy(Context &ctx, const Op &op) {
   if (op.operands.size() < 4)
     return fail(op, DiagId::InterpMalformedOp, "warp_copy", "it takes a buffer, an iteration, mbarriers, a tensor and offsets");
@@ -245,7 +243,7 @@ Machine::Status Machine::execWarpCopy(Context &ctx, const Op &op) {
   if (!barrierOf(ctx, op, 2, it, barName))
     return Status::Failed;
   BulkCopy copy;
-  copy.arrivals = kWarpCopyLanes;
+  copy.arrivals = kWarpLanes;
   copy.op = &op;
   copy.buffer = buffer.buffer;
   copy.slot = slot;

@@ -102,6 +102,10 @@ struct PendingWgmma {
 /// A copy from global to shared memory issued and not landed: a bulk tensor
 /// copy (tma_load, completing on an mbarrier) or a cp.async (async_load,
 /// landing at the async_wait that retires its group).
+/// Threads of a warp (a warp_copy's arrivals, an all_lanes release's per
+/// warp).
+constexpr int64_t kWarpLanes = 32;
+
 struct BulkCopy {
   const ir::Op *op = nullptr;
   std::shared_ptr<SharedBuffer> buffer;

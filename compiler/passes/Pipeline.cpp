@@ -64,13 +64,13 @@ public:
     std::vector<Value *> buffers;
     for (Op *load : loads) {
       Type bufferType = load->result()->type;
-      if (bufferType.isRegister()) // a vector
+      bool vector = bufferType.isRegister();
+      if (vector)
         bufferType = bufferType.withLayout(MemSpace::Shared, Layout{});
       bufferType.stages = stages;
       Value *buffer = before.value(OpKind::SmemAlloc, {}, bufferType);
-      buffer->nameHint = load->result()->nameHint.empty() ? "buf" : load->result()->nameHint + "_buf";
-      if (load->result()->type.isRegister())
-        buffer->nameHint = load->operands[0]->nameHint + "_buf";
+      const std::string &named = vector ? load->operands[0]->nameHint : load->result()->nameHint;
+      buffer->nameHint = named.empty() ? "buf" : named + "_buf";
       buffers.push_back(buffer);
     }
 

@@ -12,8 +12,9 @@ using namespace tkc;
 
 namespace {
 
-/// The CUDA of a one-kernel module given as IR text; empty on any error.
-std::string cudaOf(const std::string &irText, const char *target) {
+/// The CUDA of a one-kernel module given as IR text; empty on any error,
+/// whose diagnostics go to `messages` if given.
+std::string cudaOf(const std::string &irText, const char *target, std::string *messages = nullptr) {
   SourceManager sources;
   std::FILE *sink = std::tmpfile();
   DiagnosticEngine diags(sources, sink);
@@ -22,6 +23,12 @@ std::string cudaOf(const std::string &irText, const char *target) {
   std::string out;
   bool ok = module && ir::verifyModule(*module, diags) &&
             codegen::emitCuda(*module, *Target::lookup(target), "test.tkir", out, diags);
+  if (messages) {
+    std::rewind(sink);
+    char buffer[4096];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, sink)) > 0;)
+      messages->append(buffer, n);
+  }
   std::fclose(sink);
   return ok ? out : std::string();
 }
@@ -50,6 +57,67 @@ TEST(Codegen, UndefIsDeclaredAndNeverWritten) {
   ASSERT_FALSE(cuda.empty());
   EXPECT_NE(cuda.find("uint32_t u[8];"), std::string::npos) << cuda;
   EXPECT_EQ(cuda.find("u[x] ="), std::string::npos) << cuda;
+}
+
+// A producer warp copying a vector on an mbarrier (issuers = 32), and a
+// consumer reading its columns' values; with issuers = 1 the copy has no
+// lanes to share it.
+const char *kWarpCopy = R"(kernel @k(%L: global<f32[B, N]>, %B: i32, %N: i32) warps(8) {
+launch:
+  %c1 = const {value = 1} : i32
+  grid %c1, %c1, %c1
+body:
+  %zero = const {value = 0} : i32
+  %true = const {value = 1} : i1
+  %L_buf = smem_alloc {offset = 0} : smem<f32[64], stages = 2>
+  %full = smem_alloc {offset = 512} : smem<i32[2, 2], #mbarrier>
+  mbarrier_init %full {count = 33}
+  barrier
+  warpgroup_role {issuers = ISSUERS, regs = 24, role = "producer", warpgroups = 1}
+  warp_copy %L_buf, %zero, %full, %L, %zero, %zero {checked = [0, 1], sizes = [0, 64]}
+  mbarrier_expect_tx %full, %zero {bytes = 0}
+  warpgroup_role {regs = 240, role = "consumer", warpgroups = 1}
+  mbarrier_wait %full, %zero {release = 0}
+  %l = stage_view %L_buf, %zero : smem<f32[64]>
+  %lr = convert %l : reg<f32[64], #acccol<4x1>>
+  mbarrier_arrive %full, %zero, %true {all_lanes = 1}
+  warpgroup_role_end
+}
+)";
+
+std::string withIssuers(const char *issuers) {
+  std::string text = kWarpCopy;
+  text.replace(text.find("ISSUERS"), 7, issuers);
+  return text;
+}
+
+TEST(Codegen, WarpCopySharesTheElementsAmongTheLanesOfTheProducerWarp) {
+  std::string cuda = cudaOf(withIssuers("32"), "sm_90a");
+  ASSERT_FALSE(cuda.empty());
+  EXPECT_NE(cuda.find("if (warp % 4 == 0) {"), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("TKC_UNROLL for (int col = lane; col < 64; col += 32) {"), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("tkc::cp_async_4(L_buf + (0) % 2 * 256 + col * 4, col < N ? src + int64_t(col) * 1 : L, "
+                      "col < N ? 4 : 0);"),
+            std::string::npos)
+      << cuda;
+  EXPECT_NE(cuda.find("tkc::cp_async_mbarrier_arrive_noinc(full + (0) % 2 * 8);"), std::string::npos) << cuda;
+  // What one thread must issue, lane 0 issues.
+  EXPECT_NE(cuda.find("if (lane == 0) tkc::mbarrier_arrive_expect_tx(full + (0) % 2 * 8, 0);"), std::string::npos)
+      << cuda;
+  // The consumer reads pairs of columns, and every lane arrives.
+  EXPECT_NE(cuda.find("tkc::ld_shared_f32x2(l + (warp_n * 64 + j * 8 + lane % 4 * 2 + e) * 4, lr[x], lr[x + 1]);"),
+            std::string::npos)
+      << cuda;
+  EXPECT_NE(cuda.find("tkc::mbarrier_arrive(full + (0) % 2 * 8);\n"), std::string::npos) << cuda;
+  EXPECT_EQ(cuda.find("&& lane == 0) tkc::mbarrier_arrive(full"), std::string::npos) << cuda;
+}
+
+TEST(Codegen, WarpCopyNeedsAWarpOfIssuers) {
+  std::string messages;
+  EXPECT_TRUE(cudaOf(withIssuers("1"), "sm_90a", &messages).empty());
+  EXPECT_NE(messages.find("error: a vector copy outside a warp's producer role is not supported on target sm_90a"),
+            std::string::npos)
+      << messages;
 }
 
 } // namespace

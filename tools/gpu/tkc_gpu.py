@@ -44,6 +44,7 @@ STATUS_NAMES = {
     5: "no specialisation for this size",
     6: "CUDA launch error",
 }
+STATUS_LAUNCH_FAILED = 6  # TKC_ERROR_LAUNCH: every argument check passed
 
 # Code for --target=sm_80 uses only mma.sync / ldmatrix / cp.async, so it is
 # built as sm_90 SASS (sm_80 SASS would not run on an H100/H200).
@@ -378,6 +379,12 @@ class Launcher:
         """Calls the launcher and returns its status code (never raises on a status)."""
         return self.fn(*self._args(descs, consts, stream))
 
+    def checks_only(self, descs, consts=()):
+        """The status of the argument checks where no kernel can run (no GPU): a
+        failed launch means every check passed (0)."""
+        code = self.raw(descs, consts, None)
+        return 0 if code == STATUS_LAUNCH_FAILED else code
+
     def __call__(self, descs, consts=(), stream=None):
         code = self.raw(descs, consts, stream)
         if code != 0:
@@ -428,6 +435,18 @@ class SequenceLauncher:
                 self.failed_tensors = [i for i in step[1] if i not in earlier]
                 return code
             earlier.update(step[1])
+        return 0
+
+    def checks_only(self, descs, consts=()):
+        """The status of the argument checks where no kernel can run (no GPU):
+        each step's own checks in turn, a step whose launch failed counting as
+        passed; the first step that refuses gives the status."""
+        self.failed = self.failed_tensors = None
+        for step in self.steps:
+            code = step[0].checks_only(*self._pick(step, descs, consts))
+            if code != 0:
+                self.failed = step[0]
+                return code
         return 0
 
     def __call__(self, descs, consts=(), stream=None):

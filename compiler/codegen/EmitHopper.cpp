@@ -7,6 +7,7 @@
 // by wgmma through matrix descriptors. A k16 step of a K-major panel starts
 // 32 bytes further into its rows; of an N-major panel, 16 rows (2048 bytes)
 // further down.
+#include "codegen/Expressions.h"
 #include "codegen/KernelEmitter.h"
 
 #include <algorithm>
@@ -123,11 +124,9 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
   }
   case OpKind::MbarrierArrive: {
     // One arrival per warp (the barrier counts warps), or per lane.
-    std::string pred = scalar(op.operands[2]);
-    std::string lane = op.intAttr("all_lanes") ? "" : "lane == 0";
-    std::string cond = pred == "true" ? lane : lane.empty() ? pred : fmt::format("{} && {}", pred, lane);
+    std::string cond = conjunction({scalar(op.operands[2]), op.intAttr("all_lanes") ? "" : "lane == 0"});
     std::string arrive = fmt::format("tkc::mbarrier_arrive({});", barrierAddress(op.operands[0], scalar(op.operands[1])));
-    out_.line("{}", cond.empty() ? arrive : fmt::format("if ({}) {}", cond, arrive));
+    out_.line("{}", cond == "true" ? arrive : fmt::format("if ({}) {}", cond, arrive));
     return true;
   }
   case OpKind::TmaLoad: {
@@ -138,8 +137,7 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     if (rank < 2 || rank > 5 || tile.layout.kind != LayoutKind::Swizzle128 || !tileIsInnermost(op))
       return unsupported(op, "a bulk tensor copy of this tile");
     std::string it = scalar(op.operands[1]);
-    std::string dst = tile.stages > 1 ? fmt::format("{} + ({}) % {} * {}", name(buf), it, tile.stages, slotBytes(tile))
-                                      : name(buf);
+    std::string dst = slotAddress(buf, it);
     std::string bar = barrierAddress(op.operands[2], it);
     // Coordinates innermost first: the column (per panel), the row, then
     // the outer indices.
@@ -259,6 +257,11 @@ void KernelEmitter::closeRoleIssuers() {
   roleIssuerOpen_ = roleIssuerIsWarp_ = false;
 }
 
+std::string KernelEmitter::slotAddress(const Value *buf, const std::string &it) {
+  const Type &t = buf->type;
+  return t.stages > 1 ? fmt::format("{} + ({}) % {} * {}", name(buf), it, t.stages, slotBytes(t)) : name(buf);
+}
+
 /// The issuing warp copies a vector slice into slot `it % S` (each lane
 /// every 32nd element), and each lane arrives on barrier `it % S` once its
 /// copies have landed.
@@ -267,8 +270,7 @@ bool KernelEmitter::emitWarpCopy(const Op &op) {
   if (!roleIssuerIsWarp_)
     return unsupported(op, "a vector copy outside a warp's producer role");
   std::string it = scalar(op.operands[1]);
-  std::string dst = fmt::format("{} + ({}) % {} * {}", name(buf), it, buf->type.stages, slotBytes(buf->type));
-  emitVectorCopy(op, dst, buf->type, op.operands[3], 4, "true", "lane", 32);
+  emitVectorCopy(op, slotAddress(buf, it), buf->type, op.operands[3], 4, "true", "lane", 32);
   out_.line("tkc::cp_async_mbarrier_arrive_noinc({});", barrierAddress(op.operands[2], it));
   return true;
 }

@@ -1,5 +1,6 @@
 // Global and shared memory: loads and stores of register tiles, cooperative
 // copies into swizzled shared tiles, shared buffers and their stage slots.
+#include "codegen/Expressions.h"
 #include "codegen/KernelEmitter.h"
 
 namespace tkc::codegen {
@@ -13,16 +14,6 @@ std::vector<int64_t> checkedDims(const Op &op, size_t rank) {
     checked.assign(rank, 1); // without the tail pass's proof, check everything
   return checked;
 }
-/// The terms joined by `&&`, leaving out those that are `true` (`true`
-/// when none is left).
-std::string conjunction(const std::vector<std::string> &terms) {
-  std::string text;
-  for (const std::string &term : terms)
-    if (term != "true" && !term.empty())
-      text += (text.empty() ? "" : " && ") + term;
-  return text.empty() ? "true" : text;
-}
-
 /// `all` and, where the access has a column bound, `test` of it (`test`
 /// holds `{}` for the bound).
 std::string andColumnTest(const std::string &all, const GlobalAccess &access, const std::string &test) {
@@ -381,6 +372,12 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
     out_.close();
   }
   out_.close();
+}
+
+bool copiesElementwise(const Op &op) {
+  const Type &slot = op.operands[0]->type;
+  return (op.kind == OpKind::WarpCopy || op.kind == OpKind::AsyncLoad) && slot.isSharedVector() &&
+         dtypeBytes(slot.dtype) == 4;
 }
 
 /// A vector slice copied into shared memory with 4-byte cp.async, thread

@@ -44,6 +44,14 @@ std::optional<std::string> operatorExpression(OpKind kind, const std::vector<std
   }
 }
 
+std::string conjunction(const std::vector<std::string> &terms) {
+  std::string text;
+  for (const std::string &term : terms)
+    if (term != "true" && !term.empty())
+      text += (text.empty() ? "" : " && ") + term;
+  return text.empty() ? "true" : text;
+}
+
 std::string floatLiteral(double value) {
   if (std::isinf(value))
     return value > 0 ? "INFINITY" : "-INFINITY";

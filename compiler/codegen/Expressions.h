@@ -17,6 +17,10 @@ enum class MathPrecision { Accurate, Fast };
 std::optional<std::string> operatorExpression(ir::OpKind kind, const std::vector<std::string> &args, bool floatMath,
                                               MathPrecision precision);
 
+/// The terms joined by `&&`, leaving out those that are `true` or empty
+/// (`true` when none is left).
+std::string conjunction(const std::vector<std::string> &terms);
+
 /// A float as a C++ f32 literal (`2.0f`, `INFINITY`): never an integer
 /// literal, which would construct 16-bit types through their integer
 /// conversion, one the compiler does not fold.

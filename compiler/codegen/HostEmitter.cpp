@@ -68,14 +68,6 @@ const Value *tensorParameter(const Kernel &kernel, size_t index) {
   return nullptr;
 }
 
-/// A copy of a vector into shared memory, which goes element by element.
-bool isVectorCopy(const Op &op) {
-  if (op.kind == OpKind::WarpCopy)
-    return true;
-  const Type &slot = op.operands[0]->type;
-  return op.kind == OpKind::AsyncLoad && slot.isSharedVector() && dtypeBytes(slot.dtype) == 4;
-}
-
 /// The alignment in bytes that the kernels' accesses to tensor parameter
 /// `index` need of its data pointer and row strides: 16 for 16-byte vector
 /// and asynchronous copies of tiles, 4 for pairs of 16-bit elements, else
@@ -90,7 +82,7 @@ int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
       bool uses = false;
       for (const Value *operand : op.operands)
         uses = uses || operand == global;
-      if (!uses || isVectorCopy(op)) // element by element
+      if (!uses || copiesElementwise(op))
         return;
       const Type *tile = op.kind == OpKind::Load    ? &op.result()->type
                          : op.kind == OpKind::Store ? &op.operands[1]->type

@@ -282,7 +282,7 @@ bool KernelEmitter::emitOp(const Op &op) {
     const Type &slot = op.operands[0]->type;
     int64_t slotBytes = slot.numElements() * dtypeBytes(slot.dtype);
     std::string dst = fmt::format("{} + {} * {}", name(op.operands[0]), scalar(op.operands[1]), slotBytes);
-    if (slot.isSharedVector() && dtypeBytes(slot.dtype) == 4)
+    if (copiesElementwise(op))
       emitVectorCopy(op, dst, slot, op.operands[3], 4, scalar(op.operands[2]), "int(threadIdx.x)", kernel_.warps * 32);
     else
       emitSharedCopy(op, dst, slot, op.operands[3], 4, scalar(op.operands[2]));

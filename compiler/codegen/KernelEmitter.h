@@ -34,6 +34,11 @@ struct TensorMapUse {
 /// The tensor maps of a kernel, in parameter order (EmitHopper.cpp).
 std::vector<TensorMapUse> tensorMapsOf(const ir::Kernel &kernel);
 
+/// Whether a copy into a staged shared vector (`warp_copy`, `async_load`)
+/// goes element by element, 4 bytes at a time (emitVectorCopy): its tensor
+/// needs no more than element alignment.
+bool copiesElementwise(const ir::Op &op);
+
 /// Emits the `__global__` function of one IR kernel. The methods are split
 /// over files by concern: KernelEmitter.cpp (structure, scalars, loops),
 /// EmitElementwise.cpp, EmitMemory.cpp, EmitMma.cpp.
@@ -130,6 +135,8 @@ private:
   bool emitSmemStore(const ir::Op &op);
   bool emitTmaStore(const ir::Op &op);
   bool emitWarpCopy(const ir::Op &op);
+  /// Slot `it % S` of the staged shared buffer `buf`.
+  std::string slotAddress(const ir::Value *buf, const std::string &it);
   void emitVectorCopy(const ir::Op &op, const std::string &dstAddr, const ir::Type &slot, const ir::Value *global,
                       size_t firstOffset, const std::string &pred, const std::string &first, int step);
   bool emitSharedVectorRead(const ir::Op &op);

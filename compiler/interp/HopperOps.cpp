@@ -187,6 +187,20 @@ Machine::Status Machine::execTmaLoad(Context &ctx, const Op &op) {
     return fail(op, DiagId::InterpNeedsOneThread, "tma_load", ctx.what());
   if (checkTmaStrides(op, t, op.operands[3]) == Status::Failed)
     return Status::Failed;
+  std::vector<int64_t> base;
+  for (size_t d = 0; d < t.dims.size(); ++d)
+    base.push_back(static_cast<int64_t>(get(ctx, op.operands[4 + d]).scalar));
+  return startCopy(ctx, op, global.global, std::move(base), "bulk copy", 0);
+}
+
+/// Starts the copy of `op` (tma_load, warp_copy: buffer, iteration and
+/// mbarriers as its first operands) into slot `it % S`, in flight until it
+/// lands: then it completes its bytes on barrier `it % S` or, with
+/// `arrivals`, arrives on it that many times. Starting it while a `wgmma`
+/// or another copy still uses the slot is a data race.
+Machine::Status Machine::startCopy(Context &ctx, const Op &op, int global, std::vector<int64_t> base,
+                                   const char *noun, int64_t arrivals) {
+  RValue &buffer = get(ctx, op.operands[0]);
   int64_t it = static_cast<int64_t>(get(ctx, op.operands[1]).scalar);
   std::string barName;
   if (!barrierOf(ctx, op, 2, it, barName))
@@ -194,12 +208,13 @@ Machine::Status Machine::execTmaLoad(Context &ctx, const Op &op) {
   SharedBuffer &slots = *buffer.buffer;
   int64_t slot = it % static_cast<int64_t>(slots.slots.size());
   std::string bufferName = nameOf(op.operands[0]);
+  const char *what = mnemonicOf(op.kind);
   if (slots.readers[slot] > 0)
     return fail(op, DiagId::InterpDataRace, slot, bufferName,
-                "`tma_load` starts a bulk copy into it while a `wgmma` still reads it");
+                fmt::format("`{}` starts a {} into it while a `wgmma` still reads it", what, noun));
   if (slots.copiesInFlight[slot] > 0)
     return fail(op, DiagId::InterpDataRace, slot, bufferName,
-                "`tma_load` starts a bulk copy into it while an earlier copy is in flight");
+                fmt::format("`{}` starts a {} into it while an earlier copy is in flight", what, noun));
   BulkCopy copy;
   copy.op = &op;
   copy.buffer = buffer.buffer;
@@ -207,9 +222,9 @@ Machine::Status Machine::execTmaLoad(Context &ctx, const Op &op) {
   RValue &bars = get(ctx, op.operands[2]);
   copy.bars = bars.buffer;
   copy.bar = it % static_cast<int64_t>(bars.buffer->bars.size());
-  copy.global = global.global;
-  for (size_t d = 0; d < t.dims.size(); ++d)
-    copy.base.push_back(static_cast<int64_t>(get(ctx, op.operands[4 + d]).scalar));
+  copy.global = global;
+  copy.base = std::move(base);
+  copy.arrivals = arrivals;
   ++slots.copiesInFlight[slot];
   copies_.push_back(std::move(copy));
   return Status::Next;
@@ -230,30 +245,7 @@ Machine::Status Machine::execWarpCopy(Context &ctx, const Op &op) {
   const Tensor &t = tensors_[global.global];
   if (op.operands.size() != 4 + t.dims.size())
     return fail(op, DiagId::InterpMalformedOp, "warp_copy", "it needs one offset per tensor dim");
-  SharedBuffer &slots = *buffer.buffer;
-  int64_t it = static_cast<int64_t>(get(ctx, op.operands[1]).scalar);
-  int64_t slot = it % static_cast<int64_t>(slots.slots.size());
-  if (slots.readers[slot] > 0)
-    return fail(op, DiagId::InterpDataRace, slot, nameOf(op.operands[0]),
-                "`warp_copy` starts a copy into it while a `wgmma` still reads it");
-  if (slots.copiesInFlight[slot] > 0)
-    return fail(op, DiagId::InterpDataRace, slot, nameOf(op.operands[0]),
-                "`warp_copy` starts a copy into it while an earlier copy is in flight");
-  std::string barName;
-  if (!barrierOf(ctx, op, 2, it, barName))
-    return Status::Failed;
-  BulkCopy copy;
-  copy.arrivals = kWarpLanes;
-  copy.op = &op;
-  copy.buffer = buffer.buffer;
-  copy.slot = slot;
-  copy.bars = get(ctx, op.operands[2]).buffer;
-  copy.bar = it % static_cast<int64_t>(copy.bars->bars.size());
-  copy.global = global.global;
-  copy.base = sliceBase(ctx, op, 4, t);
-  ++slots.copiesInFlight[slot];
-  copies_.push_back(std::move(copy));
-  return Status::Next;
+  return startCopy(ctx, op, global.global, sliceBase(ctx, op, 4, t), "copy", kWarpLanes);
 }
 
 Machine::Status Machine::checkTmaStrides(const Op &op, const Tensor &t, const Value *global) {

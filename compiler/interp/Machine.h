@@ -268,6 +268,8 @@ private:
   Status execMbarrierArrive(Context &ctx, const ir::Op &op);
   Status execTmaLoad(Context &ctx, const ir::Op &op);
   Status execWarpCopy(Context &ctx, const ir::Op &op);
+  Status startCopy(Context &ctx, const ir::Op &op, int global, std::vector<int64_t> base, const char *noun,
+                   int64_t arrivals);
   Status execWgmma(Context &ctx, const ir::Op &op);
   Status execWgmmaFence(Context &ctx, const ir::Op &op);
   Status execWgmmaCommit(Context &ctx, const ir::Op &op);

@@ -126,13 +126,8 @@ private:
     for (Op *load : resident_)
       residentBuffers_.push_back(staged(b, load, 1, "once_buf"));
     Type barType = Type::tile(DType::I32, {stages_, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1});
-    for (Op *load : vectors_) {
-      Type t = load->result()->type.withLayout(MemSpace::Shared, Layout{});
-      t.stages = static_cast<int>(stages_);
-      Value *buf = b.value(OpKind::SmemAlloc, {}, t);
-      buf->nameHint = load->operands[0]->nameHint + "_buf";
-      vectorBuffers_.push_back(buf);
-    }
+    for (Op *load : vectors_)
+      vectorBuffers_.push_back(passes::stagedVectorBuffer(b, *load, stages_));
     for (size_t i = 0; i < (barrierPerTile ? streamed_.size() : 1); ++i) {
       Value *full = b.value(OpKind::SmemAlloc, {}, barType);
       full->nameHint = barrierPerTile ? streamed_[i]->result()->nameHint + "_full" : "full";
@@ -281,10 +276,7 @@ private:
       Op *load = vectors_[i];
       Builder at(body, passes::positionOf(*load));
       at.setLoc(load->loc);
-      Value *view = at.value(OpKind::StageView, {vectorBuffers_[i], slot}, vectorBuffers_[i]->type);
-      view->type.stages = 0;
-      Value *read = at.value(OpKind::Convert, {view}, load->result()->type);
-      read->nameHint = load->result()->nameHint;
+      Value *read = passes::readStagedVector(at, vectorBuffers_[i], slot, *load);
       replaceAllUsesIn(body, load->result(), read);
       vectorReads_.push_back(read);
       passes::eraseOp(*load);

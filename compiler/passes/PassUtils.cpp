@@ -110,6 +110,24 @@ bool isStageableVector(const Type &type) {
          (type.layout.kind == LayoutKind::AccCol || type.layout.kind == LayoutKind::AccRow);
 }
 
+Value *stagedVectorBuffer(Builder &b, Op &load, int64_t stages) {
+  Type type = load.result()->type.withLayout(MemSpace::Shared, Layout{});
+  type.stages = static_cast<int>(stages);
+  Value *buffer = b.value(OpKind::SmemAlloc, {}, type);
+  buffer->nameHint = load.operands[0]->nameHint + "_buf";
+  return buffer;
+}
+
+Value *readStagedVector(Builder &b, Value *buffer, Value *slot, Op &load) {
+  Type slotType = buffer->type;
+  slotType.stages = 0;
+  Value *view = b.value(OpKind::StageView, {buffer, slot}, slotType);
+  view->nameHint = load.operands[0]->nameHint + "_slot";
+  Value *read = b.value(OpKind::Convert, {view}, load.result()->type);
+  read->nameHint = load.result()->nameHint;
+  return read;
+}
+
 std::optional<int64_t> constantIntOf(const Value *v) {
   auto value = constantOf(v);
   if (!value || !std::holds_alternative<int64_t>(*value))

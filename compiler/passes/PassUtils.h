@@ -67,6 +67,15 @@ std::optional<int64_t> constantIntOf(const ir::Value *v);
 /// through staged shared vectors like the tiles.
 bool isStageableVector(const ir::Type &type);
 
+/// A shared buffer of `stages` slots for the vector that `load` loads,
+/// named after its tensor (`L_buf`).
+ir::Value *stagedVectorBuffer(ir::Builder &b, ir::Op &load, int64_t stages);
+
+/// The vector that `load` loads, read from slot `slot` of its staged
+/// `buffer`: a `stage_view` (`L_slot`) and a `convert` to the load's
+/// registers.
+ir::Value *readStagedVector(ir::Builder &b, ir::Value *buffer, ir::Value *slot, ir::Op &load);
+
 /// Removes ops whose results are unused and that have no side effects,
 /// loops included, and iter_args whose result is unused and whose block
 /// argument only feeds its own yield slot; repeats until nothing changes.

@@ -63,14 +63,14 @@ public:
     // One staged buffer per load.
     std::vector<Value *> buffers;
     for (Op *load : loads) {
+      if (load->result()->type.isRegister()) { // a vector
+        buffers.push_back(passes::stagedVectorBuffer(before, *load, stages));
+        continue;
+      }
       Type bufferType = load->result()->type;
-      bool vector = bufferType.isRegister();
-      if (vector)
-        bufferType = bufferType.withLayout(MemSpace::Shared, Layout{});
       bufferType.stages = stages;
       Value *buffer = before.value(OpKind::SmemAlloc, {}, bufferType);
-      const std::string &named = vector ? load->operands[0]->nameHint : load->result()->nameHint;
-      buffer->nameHint = named.empty() ? "buf" : named + "_buf";
+      buffer->nameHint = load->result()->nameHint.empty() ? "buf" : load->result()->nameHint + "_buf";
       buffers.push_back(buffer);
     }
 
@@ -119,15 +119,10 @@ public:
       Op *load = loads[i];
       Builder at(body, find(body, load));
       at.setLoc(load->loc);
-      Type slotType = buffers[i]->type;
-      slotType.stages = 0;
-      Value *view = at.value(OpKind::StageView, {buffers[i], slot}, slotType);
+      Value *view = load->result()->type.isRegister()
+                        ? passes::readStagedVector(at, buffers[i], slot, *load)
+                        : at.value(OpKind::StageView, {buffers[i], slot}, load->result()->type);
       view->nameHint = load->result()->nameHint;
-      if (load->result()->type.isRegister()) {
-        view->nameHint = load->operands[0]->nameHint + "_slot";
-        view = at.value(OpKind::Convert, {view}, load->result()->type);
-        view->nameHint = load->result()->nameHint;
-      }
       replaceAllUsesIn(body, load->result(), view);
       body.ops.erase(find(body, load));
     }

@@ -9,7 +9,7 @@ checks that the header in the tree is this script's output.
 """
 
 # Widths the compiler may choose (compiler/passes/Pass.h: isWgmmaWidth).
-WIDTHS = (32, 48, 64, 96, 128, 256)
+WIDTHS = (32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256)
 TYPES = ("bf16", "f16")
 
 

@@ -35,9 +35,9 @@ struct Target {
 /// are known to fit).
 inline int intendedBlocksPerSm(int consumerWarps) { return consumerWarps == 4 ? 2 : 1; }
 
-/// The wgmma widths (n of m64nNk16) that codegen emits; the runtime has a
-/// wrapper for each (tools/gen_wgmma.py).
-inline bool isWgmmaWidth(int64_t n) { return n == 32 || n == 48 || n == 64 || n == 96 || n == 128 || n == 256; }
+/// The wgmma widths (n of m64nNk16) that codegen emits: every multiple of 16
+/// up to 256; the runtime has a wrapper for each (tools/gen_wgmma.py).
+inline bool isWgmmaWidth(int64_t n) { return n >= 32 && n <= 256 && n % 16 == 0; }
 
 /// A pass reads the module and rewrites it in place. It reports problems
 /// through the diagnostic engine and returns false if it could not finish.

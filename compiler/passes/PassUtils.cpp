@@ -98,6 +98,10 @@ int64_t sharedBufferBytes(const Type &type) {
   return type.numElements() * dtypeBytes(type.dtype) * std::max(type.stages, 1);
 }
 
+int64_t sharedAlignmentOf(const Type &type) { return type.layout.kind == LayoutKind::Swizzle128 ? 1024 : 128; }
+
+int64_t alignUp(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+
 bool isInside(const Op &op, const Op &loop) {
   for (const Block *block = op.parent; block && block->parentOp; block = block->parentOp->parent)
     if (block->parentOp == &loop)

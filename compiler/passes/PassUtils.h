@@ -48,6 +48,13 @@ ir::Value *sharedRoot(ir::Value *value);
 
 /// Bytes a shared-memory tile occupies: one slot per pipeline stage.
 int64_t sharedBufferBytes(const ir::Type &type);
+/// Where a shared buffer of this type may start: 1024-byte boundaries for
+/// 128-byte-swizzled panels (bulk copies and wgmma descriptors assume their
+/// pattern, which repeats every 1024 bytes, starts at the buffer), 128
+/// bytes for the rest (16-byte vector accesses and the other swizzles,
+/// which repeat every 8 rows of 16 bytes).
+int64_t sharedAlignmentOf(const ir::Type &type);
+int64_t alignUp(int64_t bytes, int64_t alignment);
 
 /// Clones, at `b`, the computation of `v` that lies in `loop`'s body, with
 /// its induction variable replaced by `k` (values from outside the body

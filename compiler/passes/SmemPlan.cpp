@@ -12,20 +12,6 @@ namespace {
 using namespace ir;
 using namespace passes;
 
-/// 128 bytes keeps every buffer aligned for 16-byte vector accesses and the
-/// swizzle pattern, which repeats every 8 rows of 16 bytes.
-constexpr int64_t kAlignment = 128;
-
-/// 128-byte-swizzled panels repeat their pattern every 1024 bytes, and bulk
-/// copies and wgmma descriptors assume the pattern starts at the buffer.
-constexpr int64_t kPanelAlignment = 1024;
-
-int64_t alignUp(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
-
-int64_t alignmentOf(const Type &type) {
-  return type.layout.kind == LayoutKind::Swizzle128 ? kPanelAlignment : kAlignment;
-}
-
 bool definesSharedBuffer(const Op &op) {
   bool sharedResult = op.results.size() == 1 && op.result()->type.isShared();
   return op.kind == OpKind::SmemAlloc || (sharedResult && (op.kind == OpKind::Load || op.kind == OpKind::Convert));
@@ -142,7 +128,7 @@ int64_t placeBuffers(std::vector<Buffer> &buffers, bool separateLoopBuffers) {
     for (auto [begin, end] : taken) {
       if (candidate + buffers[i].bytes <= begin)
         break;
-      candidate = std::max(candidate, alignUp(end, alignmentOf(buffers[i].definer->result()->type)));
+      candidate = std::max(candidate, alignUp(end, sharedAlignmentOf(buffers[i].definer->result()->type)));
     }
     buffers[i].offset = candidate;
     peak = std::max(peak, candidate + buffers[i].bytes);

@@ -57,9 +57,6 @@ using namespace ir;
 constexpr int kProducerRegisters = 24;
 constexpr int kMaxRegisters = 240;
 constexpr int64_t kGroupRows = 16;
-/// What smem-plan may add to each shared buffer to align it (a 128-byte
-/// swizzled slot starts on a 1024-byte boundary).
-constexpr int64_t kSharedAlignment = 1024;
 
 Type i32() { return Type::scalar(DType::I32); }
 
@@ -80,17 +77,22 @@ int consumerRegisters(const Target &target, int consumerWarps, int blocks) {
 
 /// Blocks of the kernel that share a multiprocessor: as many as intended
 /// for its consumers where the shared buffers allocated fit that many times
-/// (hopper-layout sized the pipeline for it), else one.
+/// (hopper-layout sized the pipeline for it), else one. The buffers are
+/// counted one after the other, each aligned as smem-plan aligns it: the
+/// most smem-plan's first fit can need, as it never places a buffer above
+/// the end of those before it.
 int blocksPerMultiprocessor(Kernel &kernel, const Target &target) {
   int blocks = intendedBlocksPerSm(kernel.warps - 4);
   if (blocks == 1)
     return 1;
-  int64_t bytes = 0;
+  int64_t end = 0;
   walk(kernel.body, [&](Op &op) {
-    if (op.kind == OpKind::SmemAlloc)
-      bytes += passes::sharedBufferBytes(op.result()->type) + kSharedAlignment;
+    bool buffer = op.kind == OpKind::SmemAlloc || op.kind == OpKind::Load || op.kind == OpKind::Convert;
+    if (buffer && op.results.size() == 1 && op.result()->type.isShared())
+      end = passes::alignUp(end, passes::sharedAlignmentOf(op.result()->type)) +
+            passes::sharedBufferBytes(op.result()->type);
   });
-  return bytes <= target.sharedMemoryPerBlock(blocks) ? blocks : 1;
+  return end <= target.sharedMemoryPerBlock(blocks) ? blocks : 1;
 }
 
 class WarpSpecializer {

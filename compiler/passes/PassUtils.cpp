@@ -102,6 +102,11 @@ int64_t sharedAlignmentOf(const Type &type) { return type.layout.kind == LayoutK
 
 int64_t alignUp(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
 
+bool definesSharedBuffer(const Op &op) {
+  bool sharedResult = op.results.size() == 1 && op.result()->type.isShared();
+  return op.kind == OpKind::SmemAlloc || (sharedResult && (op.kind == OpKind::Load || op.kind == OpKind::Convert));
+}
+
 bool isInside(const Op &op, const Op &loop) {
   for (const Block *block = op.parent; block && block->parentOp; block = block->parentOp->parent)
     if (block->parentOp == &loop)

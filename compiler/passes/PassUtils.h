@@ -55,6 +55,9 @@ int64_t sharedBufferBytes(const ir::Type &type);
 /// which repeat every 8 rows of 16 bytes).
 int64_t sharedAlignmentOf(const ir::Type &type);
 int64_t alignUp(int64_t bytes, int64_t alignment);
+/// Whether `op` makes a shared buffer of its own (one smem-plan places):
+/// an allocation, or a load or conversion into shared memory.
+bool definesSharedBuffer(const ir::Op &op);
 
 /// Clones, at `b`, the computation of `v` that lies in `loop`'s body, with
 /// its induction variable replaced by `k` (values from outside the body

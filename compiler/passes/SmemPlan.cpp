@@ -12,11 +12,6 @@ namespace {
 using namespace ir;
 using namespace passes;
 
-bool definesSharedBuffer(const Op &op) {
-  bool sharedResult = op.results.size() == 1 && op.result()->type.isShared();
-  return op.kind == OpKind::SmemAlloc || (sharedResult && (op.kind == OpKind::Load || op.kind == OpKind::Convert));
-}
-
 struct Buffer {
   Op *definer = nullptr;
   int64_t bytes = 0;

@@ -87,8 +87,7 @@ int blocksPerMultiprocessor(Kernel &kernel, const Target &target) {
     return 1;
   int64_t end = 0;
   walk(kernel.body, [&](Op &op) {
-    bool buffer = op.kind == OpKind::SmemAlloc || op.kind == OpKind::Load || op.kind == OpKind::Convert;
-    if (buffer && op.results.size() == 1 && op.result()->type.isShared())
+    if (passes::definesSharedBuffer(op))
       end = passes::alignUp(end, passes::sharedAlignmentOf(op.result()->type)) +
             passes::sharedBufferBytes(op.result()->type);
   });

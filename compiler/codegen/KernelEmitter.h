@@ -179,6 +179,7 @@ private:
   /// flight: each opens the tail-unswitched part of a loop body that has one.
   std::set<const ir::Op *> windowClosingWaits_;
   void findWgmmaSchedule();
+  const ir::Op *committedWith(const ir::Op &wgmma) const;
   std::map<const ir::Value *, std::string> names_;
   std::map<std::string, int> nameCounts_;
   /// Warp columns of the kernel's grid (`warp_m`, `warp_n`).

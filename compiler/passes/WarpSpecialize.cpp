@@ -19,16 +19,21 @@
 //     blocks running together share A and B panels in L2. Values computed
 //     from `block_id` are recomputed per tile inside each role, and the
 //     pipeline's iteration numbers continue from tile to tile (`it_base` =
-//     tiles done so far x iterations per tile), so the producer runs ahead
-//     across tiles while the consumers store the previous one.
+//     tiles done so far x iterations per tile, or a running count where
+//     the tiles' iterations differ), so the producer runs ahead across
+//     tiles while the consumers store the previous one.
 //   * A kernel with tiles copied once per block (attention's query tile)
 //     keeps its grid unless the source asks for `persistent(...)`: the roles
 //     run once per block (specializeInPlace), and the register tiles set up
 //     before the loops move into the consumer role, whose warps they are
-//     laid out over. Asked, and when every tile takes the same number of
-//     iterations (a static round-robin of tiles stays balanced), it becomes
-//     persistent too: its tiles go in launch order (x fastest, then y, then
-//     z), the producer copies each tile's resident tiles on the `once`
+//     laid out over. Asked, it becomes persistent too. When every tile
+//     takes the same number of iterations, its tiles go in launch order (x
+//     fastest, then y, then z); when their numbers differ (attention under
+//     a causal mask), each role carries the iteration number from tile to
+//     tile, and the tiles go x slowest within groups of heads, every other
+//     round backwards, which keeps a static round-robin balanced where the
+//     source numbers x from the longest tiles to the shortest. The
+//     producer copies each tile's resident tiles on the `once`
 //     barrier, now with one phase per tile, after the consumers have
 //     released the previous tile's on a barrier of their own (`once_empty`:
 //     right after their loop, or once the products in flight after it are
@@ -39,7 +44,9 @@
 //     others finish this one. (Whether that pays
 //     depends on the schedule and the sizes: on the H200 the attention
 //     forward at D = 128 gains 2.5-6% up to 2k keys and about 1% at 4k,
-//     and loses 1-2% at 8k-16k, hence a hint.)
+//     and loses 1-2% at 8k-16k; under the causal mask it gains 3-8% up to
+//     8k keys at D = 64 and 128, and 1% at 16k at D = 64, where at D = 128
+//     it loses 2%; hence a hint.)
 //   * `persistent(0)` keeps any kernel's grid.
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
@@ -58,6 +65,9 @@ using namespace ir;
 constexpr int kProducerRegisters = 24;
 constexpr int kMaxRegisters = 240;
 constexpr int64_t kGroupRows = 16;
+/// Tiles of each head that a round of a persistent kernel whose tiles vary
+/// in length takes at once (see moveInto).
+constexpr int64_t kTilesPerHeadPerRound = 2;
 
 Type i32() { return Type::scalar(DType::I32); }
 
@@ -160,9 +170,13 @@ public:
       }
       return true;
     }
-    whyNot = "the number of iterations of its loop differs from block to block";
-    return kernel_.persistent == 1 && !perTile_.count(consumer_.operands[0]) &&
-           !perTile_.count(consumer_.operands[1]);
+    return kernel_.persistent == 1;
+  }
+
+  /// Whether the consumer loop's bounds depend on the tile (attention's
+  /// causal loop stops at the diagonal).
+  bool iterationsVary() const {
+    return perTile_.count(consumer_.operands[0]) || perTile_.count(consumer_.operands[1]);
   }
 
   void run() {
@@ -186,14 +200,23 @@ public:
     Value *tilesX = tileCount(grid->operands[0], "tiles_x");
     Value *tilesY = tileCount(grid->operands[1], "tiles_y");
     Value *tiles = b.value(OpKind::Mul, {tilesX, tilesY}, i32());
-    if (!onceCopies_.empty())
-      tiles = b.value(OpKind::Mul, {tiles, tileCount(grid->operands[2], "tiles_z")}, i32());
+    if (!onceCopies_.empty()) {
+      tilesZ_ = tileCount(grid->operands[2], "tiles_z");
+      tiles = b.value(OpKind::Mul, {tiles, tilesZ_}, i32());
+    }
     tiles->nameHint = "tiles";
+    tiles_ = tiles;
     Value *first = b.value(OpKind::BlockId, {}, i32(), {{"axis", Attr(int64_t(0))}});
     Value *stride = b.value(OpKind::GridSize, {}, i32());
     stride->nameHint = "blocks";
-    Value *perTileIters = b.value(OpKind::Sub, {consumer_.operands[1], consumer_.operands[0]}, i32());
-    perTileIters->nameHint = "k_iters";
+    // With the same iterations in every tile, a tile's first iteration
+    // number is a product; otherwise each role carries a running count.
+    Value *perTileIters = nullptr;
+    if (!iterationsVary()) {
+      perTileIters = b.value(OpKind::Sub, {consumer_.operands[1], consumer_.operands[0]}, i32());
+      perTileIters->nameHint = "k_iters";
+    }
+    Value *zero = perTileIters ? nullptr : b.constInt(0);
 
     int consumerWarps = kernel_.warps - 4;
     int blocks = blocksPerMultiprocessor(kernel_, target_);
@@ -201,11 +224,11 @@ public:
     b.create(OpKind::WarpgroupRole, {}, {},
              {{"role", Attr(std::string("producer"))}, {"warpgroups", Attr(int64_t(1))},
               {"regs", Attr(int64_t(kProducerRegisters))}, {"issuers", Attr(producerIssuers(producer_))}});
-    Block &producerTiles = tileLoop(b, first, tiles, stride);
+    Block &producerTiles = tileLoop(b, first, tiles, stride, zero);
     b.create(OpKind::WarpgroupRole, {}, {},
              {{"role", Attr(std::string("consumer"))}, {"warpgroups", Attr(int64_t(consumerWarps / 4))},
               {"regs", Attr(int64_t(consumerRegs))}});
-    Block &consumerTiles = tileLoop(b, first, tiles, stride);
+    Block &consumerTiles = tileLoop(b, first, tiles, stride, zero);
     b.create(OpKind::WarpgroupRoleEnd, {}, {});
 
     // Move the producer loop, and the consumer loop with everything after it.
@@ -224,8 +247,8 @@ public:
     }
     std::vector<Op *> producerOps = onceCopies_;
     producerOps.push_back(&producer_);
-    Value *producerDone = moveInto(producerTiles, producerOps, tilesX, tilesY, first, stride, perTileIters);
-    Value *consumerDone = moveInto(consumerTiles, consumerOps, tilesX, tilesY, first, stride, perTileIters);
+    Value *producerDone = moveInto(producerTiles, producerOps, producer_, tilesX, tilesY, first, stride, perTileIters);
+    Value *consumerDone = moveInto(consumerTiles, consumerOps, consumer_, tilesX, tilesY, first, stride, perTileIters);
     if (!onceCopies_.empty())
       releaseResidentTiles(producerDone, consumerDone);
     continueTurnsAcrossTiles(consumerTiles);
@@ -269,11 +292,23 @@ private:
     return map[v] = copy;
   }
 
-  Block &tileLoop(Builder &b, Value *first, Value *tiles, Value *stride) {
-    Op *loop = b.create(OpKind::For, {first, tiles, stride}, {}, {{"persistent", Attr(int64_t(1))}});
+  /// A loop over this block's tiles; with `firstIteration`, it carries the
+  /// pipeline's iteration number at the start of each tile (`it_base`).
+  Block &tileLoop(Builder &b, Value *first, Value *tiles, Value *stride, Value *firstIteration) {
+    std::vector<Value *> operands = {first, tiles, stride};
+    std::vector<Type> results;
+    if (firstIteration) {
+      operands.push_back(firstIteration);
+      results.push_back(i32());
+    }
+    Op *loop = b.create(OpKind::For, operands, results, {{"persistent", Attr(int64_t(1))}});
+    if (firstIteration)
+      loop->result()->nameHint = "it_end";
     loop->body = std::make_unique<Block>();
     loop->body->parentOp = loop;
     loop->body->addArg(i32(), "tile");
+    if (firstIteration)
+      loop->body->addArg(i32(), "it_base");
     Builder(*loop->body).create(OpKind::Yield, {}, {});
     return *loop->body;
   }
@@ -281,12 +316,20 @@ private:
   /// Moves `ops` into the tile loop body and recomputes, inside it, the
   /// per-tile prelude values they use. Returns the number of tiles the
   /// block has finished before this one.
-  Value *moveInto(Block &tileBody, const std::vector<Op *> &ops, Value *tilesX, Value *tilesY, Value *first,
-                  Value *stride, Value *perTileIters) {
+  Value *moveInto(Block &tileBody, const std::vector<Op *> &ops, Op &pipelineLoop, Value *tilesX, Value *tilesY,
+                  Value *first, Value *stride, Value *perTileIters) {
     Value *tile = tileBody.args[0].get();
     Builder b(tileBody, std::prev(tileBody.ops.end()));
     b.setLoc(producer_.loc);
     Value *tileX, *tileY, *tileZ = nullptr;
+    Value *doneTiles = nullptr;
+    auto tilesDone = [&] {
+      if (!doneTiles) {
+        Value *done = b.value(OpKind::Sub, {tile, first}, i32());
+        doneTiles = b.value(OpKind::Div, {done, stride}, i32());
+      }
+      return doneTiles;
+    };
     if (onceCopies_.empty()) {
       // Grouped order: tiles go down a group of kGroupRows tile rows, then
       // on to the next column; groups follow each other.
@@ -300,22 +343,65 @@ private:
       Value *inRow = b.value(OpKind::Rem, {inGroup, rows}, i32());
       tileY = b.value(OpKind::Add, {firstRow, inRow}, i32());
       tileX = b.value(OpKind::Div, {inGroup, rows}, i32());
-    } else {
+    } else if (perTileIters) {
       // Launch order: blocks running together share the K and V of one
       // (batch, head), as a grid of one tile per block would.
       tileX = b.value(OpKind::Rem, {tile, tilesX}, i32());
       Value *rest = b.value(OpKind::Div, {tile, tilesX}, i32());
       tileY = b.value(OpKind::Rem, {rest, tilesY}, i32());
       tileZ = b.value(OpKind::Div, {rest, tilesY}, i32());
-      tileZ->nameHint = "tile_z";
+    } else {
+      // Tiles of different lengths, x slowest within a group of heads
+      // (y, z), so that where the source numbers x from the longest tiles
+      // to the shortest (attention's causal query tiles) a round of
+      // `blocks` tiles takes tiles of about the same length. Odd rounds
+      // that are full go backwards, so that the blocks that took the
+      // longest tiles of one round take the shortest of the next. A group
+      // has blocks / kTilesPerHeadPerRound heads, so that the K and V that
+      // the blocks read at once come from that many heads and stay in L2.
+      // (A launch-order round-robin can give a block the same x every time,
+      // 132 blocks over 11 or 12 x; with x slowest over all heads, the
+      // causal forward at D = 128 and 1k-2k keys ran 8-11% slower on the
+      // H200 than with these groups, which read K and V from L2.)
+      Value *round = tilesDone();
+      Value *roundStart = b.value(OpKind::Mul, {round, stride}, i32());
+      Value *roundEnd = b.value(OpKind::Add, {roundStart, stride}, i32());
+      Value *odd = b.value(OpKind::Eq, {b.value(OpKind::Rem, {round, b.constInt(2)}, i32()), b.constInt(1)},
+                           Type::scalar(DType::I1));
+      Value *full = b.value(OpKind::Le, {roundEnd, tiles_}, Type::scalar(DType::I1));
+      Value *backwards = b.value(OpKind::And, {odd, full}, Type::scalar(DType::I1));
+      Value *mirrored = b.value(OpKind::Sub, {b.value(OpKind::Add, {roundStart, roundEnd}, i32()), tile}, i32());
+      mirrored = b.value(OpKind::Sub, {mirrored, b.constInt(1)}, i32());
+      Value *order = b.value(OpKind::Select, {backwards, mirrored, tile}, i32());
+      order->nameHint = "tile_order";
+      Value *heads = b.value(OpKind::Mul, {tilesY, tilesZ_}, i32());
+      Value *group = b.value(OpKind::Max, {b.value(OpKind::Div, {stride, b.constInt(kTilesPerHeadPerRound)}, i32()),
+                                           b.constInt(1)},
+                             i32());
+      group->nameHint = "head_group";
+      Value *groupTiles = b.value(OpKind::Mul, {group, tilesX}, i32());
+      Value *g = b.value(OpKind::Div, {order, groupTiles}, i32());
+      Value *inGroup = b.value(OpKind::Rem, {order, groupTiles}, i32());
+      Value *firstHead = b.value(OpKind::Mul, {g, group}, i32());
+      Value *groupHeads =
+          b.value(OpKind::Min, {group, b.value(OpKind::Sub, {heads, firstHead}, i32())}, i32());
+      tileX = b.value(OpKind::Div, {inGroup, groupHeads}, i32());
+      Value *head = b.value(OpKind::Add, {firstHead, b.value(OpKind::Rem, {inGroup, groupHeads}, i32())}, i32());
+      tileY = b.value(OpKind::Rem, {head, tilesY}, i32());
+      tileZ = b.value(OpKind::Div, {head, tilesY}, i32());
     }
+    if (tileZ)
+      tileZ->nameHint = "tile_z";
     tileY->nameHint = "tile_y";
     tileX->nameHint = "tile_x";
-    Value *done = b.value(OpKind::Sub, {tile, first}, i32());
-    Value *doneTiles = b.value(OpKind::Div, {done, stride}, i32());
-    Value *base = b.value(OpKind::Mul, {doneTiles, perTileIters}, i32());
-    base->nameHint = "it_base";
+    tilesDone();
+    Value *base = tileBody.args.size() > 1 ? tileBody.args[1].get() : nullptr;
+    if (perTileIters) {
+      base = b.value(OpKind::Mul, {doneTiles, perTileIters}, i32());
+      base->nameHint = "it_base";
+    }
 
+    Op *lastPrelude = std::prev(tileBody.ops.end(), 2)->get();
     std::map<Value *, Value *> cloned;
     auto moveOp = [&](Op *op) {
       Block &from = *op->parent;
@@ -333,7 +419,7 @@ private:
         if (perTile_.count(operand) && seen.insert(operand).second)
           needed.push_back(operand);
     });
-    Builder front(tileBody, std::next(passes::positionOf(*base->definingOp)));
+    Builder front(tileBody, std::next(passes::positionOf(*lastPrelude)));
     front.setLoc(producer_.loc);
     // A 2-d grid's z index is 0 (made only if something reads it).
     Value *tileIds[3] = {tileX, tileY, tileZ};
@@ -358,6 +444,17 @@ private:
       replaceAllUsesIn(tileBody, v, copy);
     }
     replaceAllUsesIn(tileBody, base_, base);
+    if (!perTileIters) {
+      // The next tile starts where this one's iterations end.
+      Op &yield = *tileBody.ops.back();
+      Builder end(tileBody, passes::positionOf(yield));
+      end.setLoc(pipelineLoop.loc);
+      Value *iterations = end.value(OpKind::Sub, {pipelineLoop.operands[1], pipelineLoop.operands[0]}, i32());
+      iterations = end.value(OpKind::Max, {iterations, end.constInt(0)}, i32());
+      Value *next = end.value(OpKind::Add, {base, iterations}, i32());
+      next->nameHint = "it_next";
+      yield.operands = {next};
+    }
     return doneTiles;
   }
 
@@ -496,6 +593,7 @@ private:
   const Target &target_;
   Op *grid_ = nullptr;
   Value *base_ = nullptr;
+  Value *tiles_ = nullptr, *tilesZ_ = nullptr;
   std::set<Value *> perTile_;
   std::vector<Op *> onceCopies_;
   Value *once_ = nullptr;

@@ -44,9 +44,10 @@
 //     others finish this one. (Whether that pays
 //     depends on the schedule and the sizes: on the H200 the attention
 //     forward at D = 128 gains 2.5-6% up to 2k keys and about 1% at 4k,
-//     and loses 1-2% at 8k-16k; under the causal mask it gains 3-8% up to
-//     8k keys at D = 64 and 128, and 1% at 16k at D = 64, where at D = 128
-//     it loses 2%; hence a hint.)
+//     and loses 1-2% at 8k-16k; under the causal mask, at D = 64 it gains
+//     2.4-7.6% up to 8k keys and 1% at 16k, at D = 128 it moved by -3 to
+//     +3.6% in two runs (-2% at 16k in both), and the backward's dK/dV
+//     kernel gains 2-5%; hence a hint.)
 //   * `persistent(0)` keeps any kernel's grid.
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"

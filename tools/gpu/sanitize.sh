@@ -22,6 +22,8 @@ cases=(
   'attn_fwd {"B":1,"H":2,"N":400,"D":64,"causal":0}'
   'attn_fwd {"B":1,"H":2,"N":400,"D":64,"causal":1}'
   'attn_fwd {"B":4,"H":32,"N":400,"D":64,"causal":0}'
+  'attn_fwd {"B":4,"H":32,"N":400,"D":64,"causal":1}'
+  'attn_fwd {"B":4,"H":32,"N":300,"D":128,"causal":1}'
   'attn_bwd {"B":1,"H":2,"N":150,"D":64,"causal":1}'
   'attn_bwd {"B":1,"H":1,"N":100,"D":128,"causal":0}'
   'attn_bwd {"B":1,"H":1,"N":300,"D":128,"causal":1}'

@@ -3,7 +3,8 @@
 # tiles under compute-sanitizer's memcheck, racecheck and synccheck, on the
 # GPU machine. Usage: bash tools/gpu/sanitize.sh [GPU_DIR [CASE_REGEX]]
 # (default build/gpu, every case; the regex is matched against
-# 'WORKLOAD SIZE_JSON', e.g. 'attn_fwd.*"D":64')
+# 'WORKLOAD SIZE_JSON', e.g. 'attn_fwd.*"D":64'; TOOLS="racecheck synccheck" picks
+# the tools)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 dir=${1:-build/gpu}
@@ -23,17 +24,20 @@ cases=(
   'attn_fwd {"B":1,"H":2,"N":400,"D":64,"causal":1}'
   'attn_fwd {"B":4,"H":32,"N":400,"D":64,"causal":0}'
   'attn_fwd {"B":4,"H":32,"N":400,"D":64,"causal":1}'
-  'attn_fwd {"B":4,"H":32,"N":300,"D":128,"causal":1}'
+  # Two tiles per block of a persistent kernel on 132 multiprocessors
+  # (memcheck takes about a minute, racecheck more than five).
+  'attn_fwd {"B":2,"H":66,"N":200,"D":64,"causal":1}'
   'attn_bwd {"B":1,"H":2,"N":150,"D":64,"causal":1}'
   'attn_bwd {"B":1,"H":1,"N":100,"D":128,"causal":0}'
   'attn_bwd {"B":1,"H":1,"N":300,"D":128,"causal":1}'
   'attn_bwd {"B":1,"H":2,"N":200,"D":64,"causal":0}'
+  'attn_bwd {"B":1,"H":66,"N":200,"D":128,"causal":1}'   # likewise
   'layernorm {"R":6,"D":1024}'
   'layernorm {"R":5,"D":4096}'
 )
 declare -A stem=([gemm]=gemm [gemm_tn]=gemm_tn [gemm_splitk]=gemm_splitk [attn_fwd]=attention_fwd [attn_bwd]=attention_bwd [layernorm]=layernorm)
 failures=0 runs=0
-for tool in memcheck racecheck synccheck; do
+for tool in ${TOOLS:-memcheck racecheck synccheck}; do
   for target in sm_80 sm_90a; do
     for c in "${cases[@]}"; do
       workload=${c%% *} size=${c#* }

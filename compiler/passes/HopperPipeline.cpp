@@ -537,7 +537,10 @@ private:
     after.setLoc(loc);
     Value *lastA = carriedA == a ? a : loop_.results.back().get();
     Value *any = after.value(OpKind::Lt, {lo_, hi_}, Type::scalar(DType::I1));
+    // A loop without iterations names its first slot, which the product,
+    // not issued then, does not read.
     Value *lastK = after.value(OpKind::Sub, {hi_, after.constInt(1)}, scalarI32());
+    lastK = after.value(OpKind::Max, {lastK, lo_}, scalarI32());
     cloned.clear();
     Value *lastB = passes::cloneForIteration(after, loop_, b, lastK, cloned);
     after.create(OpKind::WgmmaFence, {}, {});

@@ -314,6 +314,73 @@ private:
     return *loop->body;
   }
 
+  /// A GEMM's tiles in grouped order: down a group of kGroupRows tile rows,
+  /// then on to the next column; groups follow each other.
+  void groupedOrder(Builder &b, Value *tile, Value *tilesX, Value *tilesY, Value *&tileX, Value *&tileY) {
+    Value *group = b.constInt(kGroupRows);
+    Value *perGroup = b.value(OpKind::Mul, {group, tilesX}, i32());
+    Value *g = b.value(OpKind::Div, {tile, perGroup}, i32());
+    Value *firstRow = b.value(OpKind::Mul, {g, group}, i32());
+    Value *rowsLeft = b.value(OpKind::Sub, {tilesY, firstRow}, i32());
+    Value *rows = b.value(OpKind::Min, {rowsLeft, group}, i32());
+    Value *inGroup = b.value(OpKind::Rem, {tile, perGroup}, i32());
+    Value *inRow = b.value(OpKind::Rem, {inGroup, rows}, i32());
+    tileY = b.value(OpKind::Add, {firstRow, inRow}, i32());
+    tileX = b.value(OpKind::Div, {inGroup, rows}, i32());
+  }
+
+  /// Tiles of equal length in launch order (x fastest, then y, then z):
+  /// blocks running together share the K and V of one (batch, head), as a
+  /// grid of one tile per block would.
+  void launchOrder(Builder &b, Value *tile, Value *tilesX, Value *tilesY, Value *&tileX, Value *&tileY,
+                   Value *&tileZ) {
+    tileX = b.value(OpKind::Rem, {tile, tilesX}, i32());
+    Value *rest = b.value(OpKind::Div, {tile, tilesX}, i32());
+    tileY = b.value(OpKind::Rem, {rest, tilesY}, i32());
+    tileZ = b.value(OpKind::Div, {rest, tilesY}, i32());
+  }
+
+  /// Tiles of different lengths, x slowest within a group of heads (y, z),
+  /// so that where the source numbers x from the longest tiles to the
+  /// shortest (attention's causal query tiles) a round of `blocks` tiles
+  /// takes tiles of about the same length. Odd rounds that are full go
+  /// backwards, so that the blocks that took the longest tiles of one round
+  /// take the shortest of the next. A group has blocks /
+  /// kTilesPerHeadPerRound heads, so that the K and V that the blocks read
+  /// at once come from that many heads and stay in L2. (A launch-order
+  /// round-robin can give a block the same x every time, 132 blocks over 11
+  /// or 12 x; with x slowest over all heads, the causal forward at D = 128
+  /// and 1k-2k keys ran 8-11% slower on the H200 than with these groups,
+  /// which read K and V from L2.)
+  void balancedOrder(Builder &b, Value *tile, Value *round, Value *stride, Value *tilesX, Value *tilesY,
+                     Value *&tileX, Value *&tileY, Value *&tileZ) {
+    Value *roundStart = b.value(OpKind::Mul, {round, stride}, i32());
+    Value *roundEnd = b.value(OpKind::Add, {roundStart, stride}, i32());
+    Value *odd = b.value(OpKind::Eq, {b.value(OpKind::Rem, {round, b.constInt(2)}, i32()), b.constInt(1)},
+                         Type::scalar(DType::I1));
+    Value *full = b.value(OpKind::Le, {roundEnd, tiles_}, Type::scalar(DType::I1));
+    Value *backwards = b.value(OpKind::And, {odd, full}, Type::scalar(DType::I1));
+    Value *mirrored = b.value(OpKind::Sub, {b.value(OpKind::Add, {roundStart, roundEnd}, i32()), tile}, i32());
+    mirrored = b.value(OpKind::Sub, {mirrored, b.constInt(1)}, i32());
+    Value *order = b.value(OpKind::Select, {backwards, mirrored, tile}, i32());
+    order->nameHint = "tile_order";
+    Value *heads = b.value(OpKind::Mul, {tilesY, tilesZ_}, i32());
+    Value *group = b.value(OpKind::Max, {b.value(OpKind::Div, {stride, b.constInt(kTilesPerHeadPerRound)}, i32()),
+                                         b.constInt(1)},
+                           i32());
+    group->nameHint = "head_group";
+    Value *groupTiles = b.value(OpKind::Mul, {group, tilesX}, i32());
+    Value *g = b.value(OpKind::Div, {order, groupTiles}, i32());
+    Value *inGroup = b.value(OpKind::Rem, {order, groupTiles}, i32());
+    Value *firstHead = b.value(OpKind::Mul, {g, group}, i32());
+    Value *groupHeads =
+        b.value(OpKind::Min, {group, b.value(OpKind::Sub, {heads, firstHead}, i32())}, i32());
+    tileX = b.value(OpKind::Div, {inGroup, groupHeads}, i32());
+    Value *head = b.value(OpKind::Add, {firstHead, b.value(OpKind::Rem, {inGroup, groupHeads}, i32())}, i32());
+    tileY = b.value(OpKind::Rem, {head, tilesY}, i32());
+    tileZ = b.value(OpKind::Div, {head, tilesY}, i32());
+  }
+
   /// Moves `ops` into the tile loop body and recomputes, inside it, the
   /// per-tile prelude values they use. Returns the number of tiles the
   /// block has finished before this one.
@@ -322,7 +389,6 @@ private:
     Value *tile = tileBody.args[0].get();
     Builder b(tileBody, std::prev(tileBody.ops.end()));
     b.setLoc(producer_.loc);
-    Value *tileX, *tileY, *tileZ = nullptr;
     Value *doneTiles = nullptr;
     auto tilesDone = [&] {
       if (!doneTiles) {
@@ -331,66 +397,13 @@ private:
       }
       return doneTiles;
     };
-    if (onceCopies_.empty()) {
-      // Grouped order: tiles go down a group of kGroupRows tile rows, then
-      // on to the next column; groups follow each other.
-      Value *group = b.constInt(kGroupRows);
-      Value *perGroup = b.value(OpKind::Mul, {group, tilesX}, i32());
-      Value *g = b.value(OpKind::Div, {tile, perGroup}, i32());
-      Value *firstRow = b.value(OpKind::Mul, {g, group}, i32());
-      Value *rowsLeft = b.value(OpKind::Sub, {tilesY, firstRow}, i32());
-      Value *rows = b.value(OpKind::Min, {rowsLeft, group}, i32());
-      Value *inGroup = b.value(OpKind::Rem, {tile, perGroup}, i32());
-      Value *inRow = b.value(OpKind::Rem, {inGroup, rows}, i32());
-      tileY = b.value(OpKind::Add, {firstRow, inRow}, i32());
-      tileX = b.value(OpKind::Div, {inGroup, rows}, i32());
-    } else if (perTileIters) {
-      // Launch order: blocks running together share the K and V of one
-      // (batch, head), as a grid of one tile per block would.
-      tileX = b.value(OpKind::Rem, {tile, tilesX}, i32());
-      Value *rest = b.value(OpKind::Div, {tile, tilesX}, i32());
-      tileY = b.value(OpKind::Rem, {rest, tilesY}, i32());
-      tileZ = b.value(OpKind::Div, {rest, tilesY}, i32());
-    } else {
-      // Tiles of different lengths, x slowest within a group of heads
-      // (y, z), so that where the source numbers x from the longest tiles
-      // to the shortest (attention's causal query tiles) a round of
-      // `blocks` tiles takes tiles of about the same length. Odd rounds
-      // that are full go backwards, so that the blocks that took the
-      // longest tiles of one round take the shortest of the next. A group
-      // has blocks / kTilesPerHeadPerRound heads, so that the K and V that
-      // the blocks read at once come from that many heads and stay in L2.
-      // (A launch-order round-robin can give a block the same x every time,
-      // 132 blocks over 11 or 12 x; with x slowest over all heads, the
-      // causal forward at D = 128 and 1k-2k keys ran 8-11% slower on the
-      // H200 than with these groups, which read K and V from L2.)
-      Value *round = tilesDone();
-      Value *roundStart = b.value(OpKind::Mul, {round, stride}, i32());
-      Value *roundEnd = b.value(OpKind::Add, {roundStart, stride}, i32());
-      Value *odd = b.value(OpKind::Eq, {b.value(OpKind::Rem, {round, b.constInt(2)}, i32()), b.constInt(1)},
-                           Type::scalar(DType::I1));
-      Value *full = b.value(OpKind::Le, {roundEnd, tiles_}, Type::scalar(DType::I1));
-      Value *backwards = b.value(OpKind::And, {odd, full}, Type::scalar(DType::I1));
-      Value *mirrored = b.value(OpKind::Sub, {b.value(OpKind::Add, {roundStart, roundEnd}, i32()), tile}, i32());
-      mirrored = b.value(OpKind::Sub, {mirrored, b.constInt(1)}, i32());
-      Value *order = b.value(OpKind::Select, {backwards, mirrored, tile}, i32());
-      order->nameHint = "tile_order";
-      Value *heads = b.value(OpKind::Mul, {tilesY, tilesZ_}, i32());
-      Value *group = b.value(OpKind::Max, {b.value(OpKind::Div, {stride, b.constInt(kTilesPerHeadPerRound)}, i32()),
-                                           b.constInt(1)},
-                             i32());
-      group->nameHint = "head_group";
-      Value *groupTiles = b.value(OpKind::Mul, {group, tilesX}, i32());
-      Value *g = b.value(OpKind::Div, {order, groupTiles}, i32());
-      Value *inGroup = b.value(OpKind::Rem, {order, groupTiles}, i32());
-      Value *firstHead = b.value(OpKind::Mul, {g, group}, i32());
-      Value *groupHeads =
-          b.value(OpKind::Min, {group, b.value(OpKind::Sub, {heads, firstHead}, i32())}, i32());
-      tileX = b.value(OpKind::Div, {inGroup, groupHeads}, i32());
-      Value *head = b.value(OpKind::Add, {firstHead, b.value(OpKind::Rem, {inGroup, groupHeads}, i32())}, i32());
-      tileY = b.value(OpKind::Rem, {head, tilesY}, i32());
-      tileZ = b.value(OpKind::Div, {head, tilesY}, i32());
-    }
+    Value *tileX, *tileY, *tileZ = nullptr;
+    if (onceCopies_.empty())
+      groupedOrder(b, tile, tilesX, tilesY, tileX, tileY);
+    else if (perTileIters)
+      launchOrder(b, tile, tilesX, tilesY, tileX, tileY, tileZ);
+    else
+      balancedOrder(b, tile, tilesDone(), stride, tilesX, tilesY, tileX, tileY, tileZ);
     if (tileZ)
       tileZ->nameHint = "tile_z";
     tileY->nameHint = "tile_y";

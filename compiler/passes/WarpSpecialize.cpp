@@ -67,7 +67,7 @@ constexpr int kProducerRegisters = 24;
 constexpr int kMaxRegisters = 240;
 constexpr int64_t kGroupRows = 16;
 /// Tiles of each head that a round of a persistent kernel whose tiles vary
-/// in length takes at once (see moveInto).
+/// in length takes at once (see balancedOrder).
 constexpr int64_t kTilesPerHeadPerRound = 2;
 
 Type i32() { return Type::scalar(DType::I32); }
@@ -105,6 +105,17 @@ int blocksPerMultiprocessor(Kernel &kernel, const Target &target) {
   });
   return end <= target.sharedMemoryPerBlock(blocks) ? blocks : 1;
 }
+
+/// The grid's tiles along x, y and z (z only for kernels with resident
+/// tiles; a GEMM's grid is 2-d), and in all.
+struct TileCounts {
+  Value *x = nullptr, *y = nullptr, *z = nullptr, *all = nullptr;
+};
+
+/// One tile's coordinates (z null where the grid is 2-d).
+struct TileIds {
+  Value *x = nullptr, *y = nullptr, *z = nullptr;
+};
 
 class WarpSpecializer {
 public:
@@ -198,15 +209,15 @@ public:
         v->nameHint = name;
       return v;
     };
-    Value *tilesX = tileCount(grid->operands[0], "tiles_x");
-    Value *tilesY = tileCount(grid->operands[1], "tiles_y");
-    Value *tiles = b.value(OpKind::Mul, {tilesX, tilesY}, i32());
+    TileCounts counts;
+    counts.x = tileCount(grid->operands[0], "tiles_x");
+    counts.y = tileCount(grid->operands[1], "tiles_y");
+    counts.all = b.value(OpKind::Mul, {counts.x, counts.y}, i32());
     if (!onceCopies_.empty()) {
-      tilesZ_ = tileCount(grid->operands[2], "tiles_z");
-      tiles = b.value(OpKind::Mul, {tiles, tilesZ_}, i32());
+      counts.z = tileCount(grid->operands[2], "tiles_z");
+      counts.all = b.value(OpKind::Mul, {counts.all, counts.z}, i32());
     }
-    tiles->nameHint = "tiles";
-    tiles_ = tiles;
+    counts.all->nameHint = "tiles";
     Value *first = b.value(OpKind::BlockId, {}, i32(), {{"axis", Attr(int64_t(0))}});
     Value *stride = b.value(OpKind::GridSize, {}, i32());
     stride->nameHint = "blocks";
@@ -225,11 +236,11 @@ public:
     b.create(OpKind::WarpgroupRole, {}, {},
              {{"role", Attr(std::string("producer"))}, {"warpgroups", Attr(int64_t(1))},
               {"regs", Attr(int64_t(kProducerRegisters))}, {"issuers", Attr(producerIssuers(producer_))}});
-    Block &producerTiles = tileLoop(b, first, tiles, stride, zero);
+    Block &producerTiles = tileLoop(b, first, counts.all, stride, zero);
     b.create(OpKind::WarpgroupRole, {}, {},
              {{"role", Attr(std::string("consumer"))}, {"warpgroups", Attr(int64_t(consumerWarps / 4))},
               {"regs", Attr(int64_t(consumerRegs))}});
-    Block &consumerTiles = tileLoop(b, first, tiles, stride, zero);
+    Block &consumerTiles = tileLoop(b, first, counts.all, stride, zero);
     b.create(OpKind::WarpgroupRoleEnd, {}, {});
 
     // Move the producer loop, and the consumer loop with everything after it.
@@ -248,8 +259,8 @@ public:
     }
     std::vector<Op *> producerOps = onceCopies_;
     producerOps.push_back(&producer_);
-    Value *producerDone = moveInto(producerTiles, producerOps, producer_, tilesX, tilesY, first, stride, perTileIters);
-    Value *consumerDone = moveInto(consumerTiles, consumerOps, consumer_, tilesX, tilesY, first, stride, perTileIters);
+    Value *producerDone = moveInto(producerTiles, producerOps, producer_, counts, first, stride, perTileIters);
+    Value *consumerDone = moveInto(consumerTiles, consumerOps, consumer_, counts, first, stride, perTileIters);
     if (!onceCopies_.empty())
       releaseResidentTiles(producerDone, consumerDone);
     continueTurnsAcrossTiles(consumerTiles);
@@ -316,28 +327,31 @@ private:
 
   /// A GEMM's tiles in grouped order: down a group of kGroupRows tile rows,
   /// then on to the next column; groups follow each other.
-  void groupedOrder(Builder &b, Value *tile, Value *tilesX, Value *tilesY, Value *&tileX, Value *&tileY) {
+  TileIds groupedOrder(Builder &b, Value *tile, const TileCounts &counts) {
     Value *group = b.constInt(kGroupRows);
-    Value *perGroup = b.value(OpKind::Mul, {group, tilesX}, i32());
+    Value *perGroup = b.value(OpKind::Mul, {group, counts.x}, i32());
     Value *g = b.value(OpKind::Div, {tile, perGroup}, i32());
     Value *firstRow = b.value(OpKind::Mul, {g, group}, i32());
-    Value *rowsLeft = b.value(OpKind::Sub, {tilesY, firstRow}, i32());
+    Value *rowsLeft = b.value(OpKind::Sub, {counts.y, firstRow}, i32());
     Value *rows = b.value(OpKind::Min, {rowsLeft, group}, i32());
     Value *inGroup = b.value(OpKind::Rem, {tile, perGroup}, i32());
     Value *inRow = b.value(OpKind::Rem, {inGroup, rows}, i32());
-    tileY = b.value(OpKind::Add, {firstRow, inRow}, i32());
-    tileX = b.value(OpKind::Div, {inGroup, rows}, i32());
+    TileIds ids;
+    ids.y = b.value(OpKind::Add, {firstRow, inRow}, i32());
+    ids.x = b.value(OpKind::Div, {inGroup, rows}, i32());
+    return ids;
   }
 
   /// Tiles of equal length in launch order (x fastest, then y, then z):
   /// blocks running together share the K and V of one (batch, head), as a
   /// grid of one tile per block would.
-  void launchOrder(Builder &b, Value *tile, Value *tilesX, Value *tilesY, Value *&tileX, Value *&tileY,
-                   Value *&tileZ) {
-    tileX = b.value(OpKind::Rem, {tile, tilesX}, i32());
-    Value *rest = b.value(OpKind::Div, {tile, tilesX}, i32());
-    tileY = b.value(OpKind::Rem, {rest, tilesY}, i32());
-    tileZ = b.value(OpKind::Div, {rest, tilesY}, i32());
+  TileIds launchOrder(Builder &b, Value *tile, const TileCounts &counts) {
+    TileIds ids;
+    ids.x = b.value(OpKind::Rem, {tile, counts.x}, i32());
+    Value *rest = b.value(OpKind::Div, {tile, counts.x}, i32());
+    ids.y = b.value(OpKind::Rem, {rest, counts.y}, i32());
+    ids.z = b.value(OpKind::Div, {rest, counts.y}, i32());
+    return ids;
   }
 
   /// Tiles of different lengths, x slowest within a group of heads (y, z),
@@ -352,39 +366,40 @@ private:
   /// or 12 x; with x slowest over all heads, the causal forward at D = 128
   /// and 1k-2k keys ran 8-11% slower on the H200 than with these groups,
   /// which read K and V from L2.)
-  void balancedOrder(Builder &b, Value *tile, Value *round, Value *stride, Value *tilesX, Value *tilesY,
-                     Value *&tileX, Value *&tileY, Value *&tileZ) {
+  TileIds balancedOrder(Builder &b, Value *tile, Value *round, Value *stride, const TileCounts &counts) {
     Value *roundStart = b.value(OpKind::Mul, {round, stride}, i32());
     Value *roundEnd = b.value(OpKind::Add, {roundStart, stride}, i32());
     Value *odd = b.value(OpKind::Eq, {b.value(OpKind::Rem, {round, b.constInt(2)}, i32()), b.constInt(1)},
                          Type::scalar(DType::I1));
-    Value *full = b.value(OpKind::Le, {roundEnd, tiles_}, Type::scalar(DType::I1));
+    Value *full = b.value(OpKind::Le, {roundEnd, counts.all}, Type::scalar(DType::I1));
     Value *backwards = b.value(OpKind::And, {odd, full}, Type::scalar(DType::I1));
     Value *mirrored = b.value(OpKind::Sub, {b.value(OpKind::Add, {roundStart, roundEnd}, i32()), tile}, i32());
     mirrored = b.value(OpKind::Sub, {mirrored, b.constInt(1)}, i32());
     Value *order = b.value(OpKind::Select, {backwards, mirrored, tile}, i32());
     order->nameHint = "tile_order";
-    Value *heads = b.value(OpKind::Mul, {tilesY, tilesZ_}, i32());
+    Value *heads = b.value(OpKind::Mul, {counts.y, counts.z}, i32());
     Value *group = b.value(OpKind::Max, {b.value(OpKind::Div, {stride, b.constInt(kTilesPerHeadPerRound)}, i32()),
                                          b.constInt(1)},
                            i32());
     group->nameHint = "head_group";
-    Value *groupTiles = b.value(OpKind::Mul, {group, tilesX}, i32());
+    Value *groupTiles = b.value(OpKind::Mul, {group, counts.x}, i32());
     Value *g = b.value(OpKind::Div, {order, groupTiles}, i32());
     Value *inGroup = b.value(OpKind::Rem, {order, groupTiles}, i32());
     Value *firstHead = b.value(OpKind::Mul, {g, group}, i32());
     Value *groupHeads =
         b.value(OpKind::Min, {group, b.value(OpKind::Sub, {heads, firstHead}, i32())}, i32());
-    tileX = b.value(OpKind::Div, {inGroup, groupHeads}, i32());
+    TileIds ids;
+    ids.x = b.value(OpKind::Div, {inGroup, groupHeads}, i32());
     Value *head = b.value(OpKind::Add, {firstHead, b.value(OpKind::Rem, {inGroup, groupHeads}, i32())}, i32());
-    tileY = b.value(OpKind::Rem, {head, tilesY}, i32());
-    tileZ = b.value(OpKind::Div, {head, tilesY}, i32());
+    ids.y = b.value(OpKind::Rem, {head, counts.y}, i32());
+    ids.z = b.value(OpKind::Div, {head, counts.y}, i32());
+    return ids;
   }
 
   /// Moves `ops` into the tile loop body and recomputes, inside it, the
   /// per-tile prelude values they use. Returns the number of tiles the
   /// block has finished before this one.
-  Value *moveInto(Block &tileBody, const std::vector<Op *> &ops, Op &pipelineLoop, Value *tilesX, Value *tilesY,
+  Value *moveInto(Block &tileBody, const std::vector<Op *> &ops, Op &pipelineLoop, const TileCounts &counts,
                   Value *first, Value *stride, Value *perTileIters) {
     Value *tile = tileBody.args[0].get();
     Builder b(tileBody, std::prev(tileBody.ops.end()));
@@ -397,13 +412,10 @@ private:
       }
       return doneTiles;
     };
-    Value *tileX, *tileY, *tileZ = nullptr;
-    if (onceCopies_.empty())
-      groupedOrder(b, tile, tilesX, tilesY, tileX, tileY);
-    else if (perTileIters)
-      launchOrder(b, tile, tilesX, tilesY, tileX, tileY, tileZ);
-    else
-      balancedOrder(b, tile, tilesDone(), stride, tilesX, tilesY, tileX, tileY, tileZ);
+    TileIds ids = onceCopies_.empty() ? groupedOrder(b, tile, counts)
+                  : perTileIters       ? launchOrder(b, tile, counts)
+                                       : balancedOrder(b, tile, tilesDone(), stride, counts);
+    Value *tileX = ids.x, *tileY = ids.y, *tileZ = ids.z;
     if (tileZ)
       tileZ->nameHint = "tile_z";
     tileY->nameHint = "tile_y";
@@ -607,7 +619,6 @@ private:
   const Target &target_;
   Op *grid_ = nullptr;
   Value *base_ = nullptr;
-  Value *tiles_ = nullptr, *tilesZ_ = nullptr;
   std::set<Value *> perTile_;
   std::vector<Op *> onceCopies_;
   Value *once_ = nullptr;

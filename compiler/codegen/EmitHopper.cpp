@@ -348,8 +348,27 @@ bool KernelEmitter::emitTmaStore(const Op &op) {
   for (size_t d = rank; d-- > 0;)
     coords.push_back(scalar(op.operands[2 + d]));
   int64_t cols = panelColumns(tile), panelBytes = tile.shape[0] * kSwizzle128RowBytes;
-  // A tile split by columns: the warpgroup that wrote the slot copies all
-  // of its rows.
+  std::string reduceOrStore = op.hasAttr("reduce") ? "tma_reduce_add" : "tma_store";
+  // A tile split by columns between the warpgroups: each copies the panels
+  // of its own columns, every row.
+  if (op.hasAttr("column_split")) {
+    int64_t perGroup = tile.shape[1] / cols / op.intAttr("column_split");
+    out_.open("if (threadIdx.x % 128 == 0)");
+    out_.line("const int first_panel = warp_m / 4{};", perGroup > 1 ? fmt::format(" * {}", perGroup) : "");
+    for (int64_t p = 0; p < perGroup; ++p) {
+      std::string panel = p ? fmt::format("(first_panel + {})", p) : "first_panel";
+      std::string args = fmt::format("{} + {} * {}, {}", coords[0], panel, cols, coords[1]);
+      for (size_t d = 2; d < rank; ++d)
+        args += ", " + coords[d];
+      out_.line("tkc::{}_{}d(&{}_tmap, {} + {} * {}, {});", reduceOrStore, rank, name(global), name(buf), panel,
+                panelBytes, args);
+    }
+    out_.line("tkc::bulk_commit_group();");
+    out_.close();
+    return true;
+  }
+  // A window of a tile split by columns: the warpgroup that wrote the slot
+  // copies all of its rows.
   if (op.hasAttr("warpgroup")) {
     out_.open(fmt::format("if (threadIdx.x % 128 == 0 && warp_m / 4 == {})", op.intAttr("warpgroup")));
     out_.line("const int rows = 0;");
@@ -361,8 +380,8 @@ bool KernelEmitter::emitTmaStore(const Op &op) {
     std::string args = coords[0] + (p ? fmt::format(" + {}", p * cols) : "") + ", " + coords[1] + " + rows";
     for (size_t d = 2; d < rank; ++d)
       args += ", " + coords[d];
-    out_.line("tkc::{}_{}d(&{}_tmap, {} + {} + rows * {}, {});", op.hasAttr("reduce") ? "tma_reduce_add" : "tma_store",
-              rank, name(global), name(buf), p * panelBytes, kSwizzle128RowBytes, args);
+    out_.line("tkc::{}_{}d(&{}_tmap, {} + {} + rows * {}, {});", reduceOrStore, rank, name(global), name(buf),
+              p * panelBytes, kSwizzle128RowBytes, args);
   }
   out_.line("tkc::bulk_commit_group();");
   out_.close();

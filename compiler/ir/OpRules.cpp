@@ -326,6 +326,16 @@ std::string checkTmaStore(const Op &op) {
     return fmt::format("stores to {}, which is not declared `out`", global.str());
   if (auto error = checkIntAttr(op, "warpgroup", Presence::Optional, 0, 3); !error.empty())
     return error;
+  if (auto error = checkIntAttr(op, "column_split", Presence::Optional, 2, 4); !error.empty())
+    return error;
+  if (op.hasAttr("column_split")) {
+    const Type &buffer = operandType(op, 0);
+    int64_t panels = buffer.shape.size() == 2 ? buffer.shape[1] * dtypeBytes(buffer.dtype) / 128 : 0;
+    if (op.hasAttr("warpgroup") || panels % op.intAttr("column_split") != 0)
+      return fmt::format("`column_split = {}` needs a whole number of 128-byte panels per warpgroup (and no "
+                         "`warpgroup`), but the buffer is {}",
+                         op.intAttr("column_split"), buffer.str());
+  }
   if (op.hasAttr("reduce")) {
     std::string reduce = op.strAttr("reduce");
     if (reduce != "add")

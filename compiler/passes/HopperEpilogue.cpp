@@ -24,10 +24,14 @@
 // tensor.
 //
 // The staging tile is a buffer of its own, allocated with the pipeline's:
-// `staging_cols` columns as a ring of 64-column slots. The sequence above
-// runs once per 64-column window of the tile (`first_col`), each through
+// `staging_cols` columns as a ring of one-panel slots. The sequence above
+// runs once per panel-wide window of the tile (`first_col`), each through
 // the next slot and to its own columns, waiting only for the copy that last
-// read that slot.
+// read that slot. A tile split by columns between the warpgroups whose
+// staging holds all of it runs the sequence once instead: each warpgroup
+// writes its own columns and copies its own panels (`column_split`), so
+// that it meets its barriers and fences once, not once per window of every
+// warpgroup.
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
@@ -55,26 +59,83 @@ Op *drainPoint(Kernel &kernel, Op &store) {
   return nullptr;
 }
 
+/// After `last`, every copy has written its tile: none is in flight when
+/// the block exits.
+void drainAfter(Op &last) {
+  Builder drain(*last.parent, std::next(passes::positionOf(last)));
+  drain.setLoc(last.loc);
+  drain.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(int64_t(0))}, {"read", Attr(int64_t(0))}});
+}
+
+/// Where the staging tile goes: with the other buffers, before the roles
+/// begin.
+std::list<std::unique_ptr<Op>>::iterator stagingPosition(Kernel &kernel) {
+  auto at = kernel.body.ops.begin();
+  for (auto it = kernel.body.ops.begin(); it != kernel.body.ops.end(); ++it)
+    if ((*it)->kind == OpKind::SmemAlloc)
+      at = std::next(it);
+  return at;
+}
+
+/// The copy's box: `rows` x `cols` in the last two dims of the tensor.
+std::vector<int64_t> boxOf(const Op &store, int64_t rows, int64_t cols) {
+  std::vector<int64_t> box = store.listAttr("sizes");
+  box[box.size() - 2] = rows;
+  box[box.size() - 1] = cols;
+  return box;
+}
+
+/// A tile split by columns whose staging holds all of it: one staging tile
+/// of the tile's shape, written by every warpgroup at once (each its own
+/// columns) and copied by each warpgroup's thread, its own panels.
+void rewriteColumnSplit(Kernel &kernel, Op &store, Op &last) {
+  Value *global = store.operands[0];
+  Value *value = store.operands[1];
+  Builder alloc(kernel.body, stagingPosition(kernel));
+  alloc.setLoc(store.loc);
+  Type stagingType = Type::tile(value->type.dtype, value->type.shape, MemSpace::Shared, {LayoutKind::Swizzle128, 1, 1});
+  Value *staging = alloc.value(OpKind::SmemAlloc, {}, stagingType);
+  staging->nameHint = "c_stage";
+
+  Builder b(*store.parent, passes::positionOf(store));
+  b.setLoc(store.loc);
+  // A warpgroup makes one copy group per store: its last has been read once
+  // none is pending.
+  b.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(int64_t(0))}, {"read", Attr(int64_t(1))}});
+  b.create(OpKind::WarpgroupBarrier, {}, {});
+  b.create(OpKind::SmemStore, {staging, value}, {});
+  b.create(OpKind::FenceProxyAsync, {}, {});
+  b.create(OpKind::WarpgroupBarrier, {}, {});
+  std::vector<Value *> operands{staging, global};
+  operands.insert(operands.end(), store.operands.begin() + 2, store.operands.end());
+  std::map<std::string, Attr> attrs{{"sizes", Attr(boxOf(store, value->type.shape[0], value->type.shape[1]))},
+                                    {"column_split", Attr(int64_t(value->type.layout.warpsN))}};
+  if (store.hasAttr("accumulate"))
+    attrs["reduce"] = Attr(std::string("add"));
+  b.create(OpKind::TmaStore, operands, {}, attrs);
+  drainAfter(last); // before the store goes: `last` may be the store
+  store.parent->ops.erase(passes::positionOf(store));
+}
+
 /// Rewrites `store`; the drain goes after `last` (see drainPoint).
 void rewrite(Kernel &kernel, Op &store, Op &last) {
   Value *global = store.operands[0];
   Value *value = store.operands[1];
   std::vector<Value *> offsets(store.operands.begin() + 2, store.operands.end());
+  int64_t panel = kSwizzle128RowBytes / dtypeBytes(value->type.dtype);
+  int64_t cols = store.intAttr("staging_cols", value->type.shape[1]);
+  int64_t slots = std::max<int64_t>(1, cols / panel);
+  int64_t windows = value->type.shape[1] / panel;
+  const Layout &layout = value->type.layout;
+  if (layout.warpsN > 1 && slots == windows)
+    return rewriteColumnSplit(kernel, store, last);
 
-  // The staging tile goes with the other buffers, before the roles begin.
-  auto at = kernel.body.ops.begin();
-  for (auto it = kernel.body.ops.begin(); it != kernel.body.ops.end(); ++it)
-    if ((*it)->kind == OpKind::SmemAlloc)
-      at = std::next(it);
-  Builder alloc(kernel.body, at);
+  Builder alloc(kernel.body, stagingPosition(kernel));
   alloc.setLoc(store.loc);
   // The staging tile is a ring of one-panel slots: window w of the tile
   // goes through slot w % slots, so writing one window overlaps the copy
   // engine reading the ones before; a slot is rewritten once the copy that
   // last read it is done (the `slots - 1` copies issued since may still be).
-  int64_t panel = kSwizzle128RowBytes / dtypeBytes(value->type.dtype);
-  int64_t cols = store.intAttr("staging_cols", value->type.shape[1]);
-  int64_t slots = std::max<int64_t>(1, cols / panel);
   Type slotType = Type::tile(value->type.dtype, {value->type.shape[0], panel}, MemSpace::Shared,
                              {LayoutKind::Swizzle128, 1, 1});
   Type stagingType = slotType;
@@ -87,13 +148,8 @@ void rewrite(Kernel &kernel, Op &store, Op &last) {
   // warpgroup copies its rows of each, only its own windows' when the tile
   // is split by columns (with a slot per window, so that the warpgroups
   // never share one).
-  const Layout &layout = value->type.layout;
-  int64_t windows = value->type.shape[1] / panel;
-  int64_t pending = layout.warpsN > 1 && slots == windows ? windows / layout.warpsN - 1 : slots - 1;
-  // Each copy's box: the slot, in the last two dims of the tensor.
-  std::vector<int64_t> box = store.listAttr("sizes");
-  box[box.size() - 2] = slotType.shape[0];
-  box[box.size() - 1] = slotType.shape[1];
+  int64_t pending = layout.warpsN > 1 ? windows / layout.warpsN - 1 : slots - 1;
+  std::vector<int64_t> box = boxOf(store, slotType.shape[0], slotType.shape[1]);
   Builder b(*store.parent, passes::positionOf(store));
   b.setLoc(store.loc);
   for (int64_t first = 0, window = 0; first < value->type.shape[1]; first += panel, ++window) {
@@ -119,10 +175,8 @@ void rewrite(Kernel &kernel, Op &store, Op &last) {
       attrs["warpgroup"] = Attr(first / (value->type.shape[1] / layout.warpsN));
     b.create(OpKind::TmaStore, operands, {}, attrs);
   }
-  Builder drain(*last.parent, std::next(passes::positionOf(last)));
-  drain.setLoc(last.loc);
+  drainAfter(last); // before the store goes: `last` may be the store
   store.parent->ops.erase(passes::positionOf(store));
-  drain.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(int64_t(0))}, {"read", Attr(int64_t(0))}});
 }
 
 class HopperEpiloguePass : public Pass {

@@ -4,6 +4,7 @@
 # A variant is the example with some text replaced, e.g. another block size.
 #   tools/gpu/variants.sh [--out DIR] [--target T] SPEC...
 #   SPEC = VARIANT:EXAMPLE:SED_EXPRESSION      (EXAMPLE is examples/EXAMPLE.tk)
+#        | VARIANT:EXAMPLE:@FILE.tk               (a whole other source with the same kernels)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=build/gpu target=sm_80
@@ -22,9 +23,13 @@ for spec in "$@"; do
   IFS=: read -r variant example expr <<<"$spec"
   stem=$example
   [[ $example == attention_fwd ]] && stem=attention_fwd
-  sed "$expr" "examples/$example.tk" >"$tmp/$example.tk"
+  if [[ $expr == @* ]]; then
+    cp "${expr#@}" "$tmp/$example.tk"
+  else
+    sed "$expr" "examples/$example.tk" >"$tmp/$example.tk"
+  fi
   if cmp -s "$tmp/$example.tk" "examples/$example.tk"; then
-    echo "variant $variant: the expression changed nothing" >&2
+    echo "variant $variant: the same source as examples/$example.tk" >&2
     exit 1
   fi
   "$tkc" "$tmp/$example.tk" --target="$target" -o "$out/$stem@$variant.$target.cu"

@@ -18,8 +18,10 @@
 //
 // That is the schedule of a loop with one accumulating product (a GEMM).
 // A loop of several products with work between them (attention) keeps its
-// body, with each product moved up to just after what it reads (issueEarly)
-// and waited for right before its result is first read, except products
+// body, with each product that reads shared memory only moved up to just
+// after what it reads (issueEarly; one that reads A from registers stays
+// where the source puts it) and waited for right before its result is
+// first read, except products
 // that only feed the next iteration (accumulators): they stay in flight
 // until the next iteration first reads one of them, after issuing that
 // iteration's first products, and the slot they read is released there.
@@ -640,6 +642,12 @@ private:
       if (op->kind == OpKind::Mma)
         products.push_back(op.get());
     for (Op *mma : products) {
+      // A product that reads A from registers keeps those registers until
+      // it completes; issued early, it holds them across the work that
+      // follows, which may need them more (the one-pass attention backward
+      // spilled). Where such a product goes is the source's call.
+      if (mma->operands[0]->type.isRegister())
+        continue;
       auto at = passes::positionOf(*mma);
       std::vector<Op *> fills;
       while (at != body.ops.begin()) {

@@ -15,7 +15,7 @@
 // costs registers (the sm_80 dK/dV kernel spilled when split before its
 // first product). Three, not two, so that the one-pass attention backward
 // on Hopper (dV, dK and dQ's products after dS's masks) tests them once
-// per tile: 7-13% faster than split before dQ's alone. For the same reason no split is made where the tiles
+// per tile: 4-13% faster than split before dQ's alone. For the same reason no split is made where the tiles
 // live across it fill more than three quarters of a thread's registers:
 // both copies hold them, and their demands meet there (the sm_80 attention
 // forward with 32 x 128 outputs and 32 x 64 scores per warp, over 200,

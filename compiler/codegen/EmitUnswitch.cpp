@@ -13,14 +13,15 @@
 // The split waits for a mask with at most three products after it: where
 // more follow, the masks are a small share of the work, and twice the code
 // costs registers (the sm_80 dK/dV kernel spilled when split before its
-// first product). Three, not two, so that the one-pass attention backward
-// on Hopper (dV, dK and dQ's products after dS's masks) tests them once
-// per tile: 4-13% faster than split before dQ's alone. For the same reason no split is made where the tiles
+// first product). For the same reason no split is made where the tiles
 // live across it fill more than three quarters of a thread's registers:
 // both copies hold them, and their demands meet there (the sm_80 attention
 // forward with 32 x 128 outputs and 32 x 64 scores per warp, over 200,
 // spilled when split and ran 2-3% slower; unsplit, its masks are
-// tested once per tile).
+// tested once per tile). Three products, not two, so that the one-pass
+// attention backward on Hopper (dV's, dK's and dQ's products after dS's
+// masks) tests them once per tile: 4-13% faster than split before dQ's
+// mask alone.
 #include "codegen/KernelEmitter.h"
 
 #include <fmt/format.h>

@@ -144,11 +144,9 @@ void rewrite(Kernel &kernel, Op &store, Op &last) {
   Value *staging = alloc.value(OpKind::SmemAlloc, {}, stagingType);
   staging->nameHint = "c_stage";
 
-  // A warpgroup waits for its own copies: all windows' when every
-  // warpgroup copies its rows of each, only its own windows' when the tile
-  // is split by columns (with a slot per window, so that the warpgroups
-  // never share one).
-  int64_t pending = layout.warpsN > 1 ? windows / layout.warpsN - 1 : slots - 1;
+  // Before rewriting a slot, a warpgroup waits until the copy that last
+  // read it is done: the `slots - 1` issued since may still be in flight.
+  int64_t pending = slots - 1;
   std::vector<int64_t> box = boxOf(store, slotType.shape[0], slotType.shape[1]);
   Builder b(*store.parent, passes::positionOf(store));
   b.setLoc(store.loc);

@@ -348,7 +348,15 @@ bool KernelEmitter::emitTmaStore(const Op &op) {
   for (size_t d = rank; d-- > 0;)
     coords.push_back(scalar(op.operands[2 + d]));
   int64_t cols = panelColumns(tile), panelBytes = tile.shape[0] * kSwizzle128RowBytes;
-  std::string reduceOrStore = op.hasAttr("reduce") ? "tma_reduce_add" : "tma_store";
+  // One box: from `address` in the staging tile to column `col` and row
+  // `row` of the tensor (the outer indices as given).
+  auto copyBox = [&](const std::string &address, const std::string &col, const std::string &row) {
+    std::string args = col + ", " + row;
+    for (size_t d = 2; d < rank; ++d)
+      args += ", " + coords[d];
+    out_.line("tkc::{}_{}d(&{}_tmap, {}, {});", op.hasAttr("reduce") ? "tma_reduce_add" : "tma_store", rank,
+              name(global), address, args);
+  };
   // A tile split by columns between the warpgroups: each copies the panels
   // of its own columns, every row.
   if (op.hasAttr("column_split")) {
@@ -357,11 +365,8 @@ bool KernelEmitter::emitTmaStore(const Op &op) {
     out_.line("const int first_panel = warp_m / 4{};", perGroup > 1 ? fmt::format(" * {}", perGroup) : "");
     for (int64_t p = 0; p < perGroup; ++p) {
       std::string panel = p ? fmt::format("(first_panel + {})", p) : "first_panel";
-      std::string args = fmt::format("{} + {} * {}, {}", coords[0], panel, cols, coords[1]);
-      for (size_t d = 2; d < rank; ++d)
-        args += ", " + coords[d];
-      out_.line("tkc::{}_{}d(&{}_tmap, {} + {} * {}, {});", reduceOrStore, rank, name(global), name(buf), panel,
-                panelBytes, args);
+      copyBox(fmt::format("{} + {} * {}", name(buf), panel, panelBytes), fmt::format("{} + {} * {}", coords[0], panel, cols),
+              coords[1]);
     }
     out_.line("tkc::bulk_commit_group();");
     out_.close();
@@ -376,13 +381,9 @@ bool KernelEmitter::emitTmaStore(const Op &op) {
     out_.open("if (threadIdx.x % 128 == 0)");
     out_.line("const int rows = warp_m / 4 * {};", kWarpgroupRows);
   }
-  for (int64_t p = 0; p < tile.shape[1] / cols; ++p) {
-    std::string args = coords[0] + (p ? fmt::format(" + {}", p * cols) : "") + ", " + coords[1] + " + rows";
-    for (size_t d = 2; d < rank; ++d)
-      args += ", " + coords[d];
-    out_.line("tkc::{}_{}d(&{}_tmap, {} + {} + rows * {}, {});", reduceOrStore, rank, name(global), name(buf),
-              p * panelBytes, kSwizzle128RowBytes, args);
-  }
+  for (int64_t p = 0; p < tile.shape[1] / cols; ++p)
+    copyBox(fmt::format("{} + {} + rows * {}", name(buf), p * panelBytes, kSwizzle128RowBytes),
+            coords[0] + (p ? fmt::format(" + {}", p * cols) : ""), coords[1] + " + rows");
   out_.line("tkc::bulk_commit_group();");
   out_.close();
   return true;

@@ -330,7 +330,7 @@ std::string checkTmaStore(const Op &op) {
     return error;
   if (op.hasAttr("column_split")) {
     const Type &buffer = operandType(op, 0);
-    int64_t panels = buffer.shape.size() == 2 ? buffer.shape[1] * dtypeBytes(buffer.dtype) / 128 : 0;
+    int64_t panels = buffer.shape.size() == 2 ? buffer.shape[1] * dtypeBytes(buffer.dtype) / kSwizzle128RowBytes : 0;
     if (op.hasAttr("warpgroup") || panels % op.intAttr("column_split") != 0)
       return fmt::format("`column_split = {}` needs a whole number of 128-byte panels per warpgroup (and no "
                          "`warpgroup`), but the buffer is {}",

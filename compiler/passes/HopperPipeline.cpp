@@ -21,8 +21,8 @@
 // body, with each product that reads shared memory only moved up to just
 // after what it reads (issueEarly; one that reads A from registers stays
 // where the source puts it) and waited for right before its result is
-// first read, except products
-// that only feed the next iteration (accumulators): they stay in flight
+// first read, except products that only feed the next iteration
+// (accumulators): they stay in flight
 // until the next iteration first reads one of them, after issuing that
 // iteration's first products, and the slot they read is released there.
 // Unless a product is rotated (below), each streamed tile has a `full`

@@ -104,19 +104,20 @@ bool overlapInTime(const Buffer &a, const Buffer &b) { return a.start <= b.end &
 /// Whether two buffers must not share bytes. Two buffers written in one loop
 /// body would need a barrier between the last read of the first and the
 /// write of the second in every iteration; unless shared memory runs out,
-/// they get bytes of their own.
-bool conflict(const Buffer &a, const Buffer &b, bool separateLoopBuffers) {
-  return overlapInTime(a, b) || (separateLoopBuffers && a.loop && a.loop == b.loop);
+/// they get bytes of their own (`separate`: buffer i keeps apart from the
+/// other buffers of its loop).
+bool conflict(const Buffer &a, const Buffer &b, bool separate) {
+  return overlapInTime(a, b) || (separate && a.loop && a.loop == b.loop);
 }
 
 /// First fit, in order of definition: the lowest aligned offset that does
 /// not collide with a buffer already placed and live at the same time.
-int64_t placeBuffers(std::vector<Buffer> &buffers, bool separateLoopBuffers) {
+int64_t placeBuffers(std::vector<Buffer> &buffers, const std::vector<bool> &separate) {
   int64_t peak = 0;
   for (size_t i = 0; i < buffers.size(); ++i) {
     std::vector<std::pair<int64_t, int64_t>> taken; // [begin, end) in bytes
     for (size_t j = 0; j < i; ++j)
-      if (conflict(buffers[i], buffers[j], separateLoopBuffers))
+      if (conflict(buffers[i], buffers[j], separate[i] && separate[j]))
         taken.emplace_back(buffers[j].offset, buffers[j].offset + buffers[j].bytes);
     std::sort(taken.begin(), taken.end());
     int64_t candidate = 0;
@@ -141,9 +142,17 @@ public:
     bool ok = true;
     for (auto &kernel : module.kernels) {
       std::vector<Buffer> buffers = LivenessBuilder().run(kernel->body);
-      int64_t peak = placeBuffers(buffers, true);
-      if (peak > target.sharedMemoryBytes)
-        peak = placeBuffers(buffers, false);
+      // Where the loops' buffers do not all fit apart, the last defined give
+      // up their own bytes first, one at a time: the earlier ones (a
+      // pipeline's stages, the first copies of a loop body) keep theirs.
+      std::vector<bool> separate(buffers.size(), true);
+      int64_t peak = placeBuffers(buffers, separate);
+      for (size_t i = buffers.size(); i-- > 0 && peak > target.sharedMemoryBytes;) {
+        if (!buffers[i].loop)
+          continue;
+        separate[i] = false;
+        peak = placeBuffers(buffers, separate);
+      }
       for (Buffer &buffer : buffers)
         buffer.definer->attrs["offset"] = Attr(buffer.offset);
       if (peak > target.sharedMemoryBytes) {

@@ -45,10 +45,21 @@ std::string smemRowAddress(const std::string &base, const Type &smem, const std:
 /// leaves the bits the XOR touches alone. The period's few values of
 /// (thread + r) ^ s are computed once per product, and each load's address
 /// is one of them plus constants.
+///
+/// Where the step's chunk bits never meet the thread's (the thread's part a
+/// lane bit below an even step, and a warp's part above every step: no
+/// carries), the swizzle splits further: chunk ^ s = (thread ^ s) ^ step,
+/// and with rows of a power of two bytes in a tile aligned to a row, the
+/// whole address is one per-thread value XOR (step * 16) plus the row
+/// step's constant bytes: one instruction per ldmatrix, one register per
+/// operand.
 struct LaneRows {
   std::string rowThread, rowStep;
   std::string chunkThread, chunkStep;
+  bool stepBitsApart = false; ///< chunkThread + chunkStep == chunkThread | chunkStep
 };
+
+bool isPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 /// The swizzle's period in chunks (0: unswizzled) and the part of a row
 /// that selects its pattern, for rows of `cpr` chunks.
@@ -68,10 +79,30 @@ std::vector<std::string> laneSwizzleTable(const std::string &table, const Type &
                       rows.chunkThread, swizzleSelector(rows.rowThread, cpr))};
 }
 
-/// The shared address of a lane's ldmatrix row: through the operand's
-/// table where it has one, else swizzled in place.
-std::string laneRowAddress(const std::string &base, const std::string &table, const Type &smem, const LaneRows &rows) {
+/// Whether an operand's addresses split into one per-thread value XOR a
+/// constant (see LaneRows): its tile at a multiple of its row's bytes from
+/// the 1024-byte-aligned shared base, in every stage.
+bool xorAddressable(const Type &smem, const LaneRows &rows, int64_t tileAlignment) {
+  int cpr = chunksPerRow(smem);
+  return swizzlePeriod(cpr) && isPowerOfTwo(cpr) && rows.stepBitsApart && tileAlignment > 0 &&
+         tileAlignment % (cpr * 16) == 0;
+}
+
+/// The declaration of an operand's per-thread address for xorAddressable.
+std::string laneXorBase(const std::string &var, const std::string &base, const Type &smem, const LaneRows &rows) {
+  int cpr = chunksPerRow(smem);
+  return fmt::format("const uint32_t {} = {} + ({}) * {} + (({}) ^ {}) * 16;", var, base, rows.rowThread, cpr * 16,
+                     rows.chunkThread, swizzleSelector(rows.rowThread, cpr));
+}
+
+/// The shared address of a lane's ldmatrix row: from the operand's
+/// per-thread XOR base where it has one, else through its table where it
+/// has one, else swizzled in place.
+std::string laneRowAddress(const std::string &base, const std::string &table, const Type &smem, const LaneRows &rows,
+                           const std::string &xorBase = "") {
   int cpr = chunksPerRow(smem), period = swizzlePeriod(cpr);
+  if (!xorBase.empty())
+    return fmt::format("({} ^ (({}) * 16)) + ({}) * {}", xorBase, rows.chunkStep, rows.rowStep, cpr * 16);
   std::string row = fmt::format("{} + {}", rows.rowStep, rows.rowThread);
   if (!period || table.empty())
     return smemRowAddress(base, smem, row, fmt::format("{} + {}", rows.chunkThread, rows.chunkStep));
@@ -117,25 +148,30 @@ bool KernelEmitter::emitMma(const Op &op) {
   if (!a->type.isShared() && a->type.layout.kind != LayoutKind::OperandA)
     return unsupported(op, "an mma A operand in this layout");
 
-  // The rows and chunks each operand's ldmatrix reads at k step `kk`.
+  // The rows and chunks each operand's ldmatrix reads at k step `kk`. A
+  // warp's chunks start at a multiple of the steps' span: its bits stay
+  // apart from theirs where that span is a power of two.
   auto aRows = [&](const std::string &kk) -> LaneRows {
     if (!transA)
-      return {fmt::format("{} * {} + lane % 16", warp.row, wm), "i * 16", "lane / 16", fmt::format("({}) * 2", kk)};
+      return {fmt::format("{} * {} + lane % 16", warp.row, wm), "i * 16", "lane / 16", fmt::format("({}) * 2", kk), true};
     // a is [K, M] row-major: rows are k; ldmatrix.trans yields the row
     // fragments of a^T, lanes 8-15 giving rows 8-15 and 16-31 k 8-15.
     return {"lane / 16 * 8 + lane % 8", fmt::format("({}) * 16", kk), fmt::format("{} * {} + lane / 8 % 2", warp.row, wm / 8),
-            "i * 2"};
+            "i * 2", isPowerOfTwo(wm / 8)};
   };
   bool pairs = nt % 2 == 0;
   auto bRows = [&](const std::string &kk) -> LaneRows {
     if (!transB) // b is [K, N] row-major: rows are k; ldmatrix.trans yields column fragments.
       return {"lane % 16", fmt::format("({}) * 16", kk),
-              pairs ? fmt::format("{} * {} + lane / 16", warp.col, wn / 8) : fmt::format("{} * {}", warp.col, wn / 8), "j"};
+              pairs ? fmt::format("{} * {} + lane / 16", warp.col, wn / 8) : fmt::format("{} * {}", warp.col, wn / 8), "j",
+              isPowerOfTwo(wn / 8)};
     // b is [N, K] row-major: rows are n; plain ldmatrix yields column fragments of b^T.
     return {pairs ? fmt::format("{} * {} + lane / 16 * 8 + lane % 8", warp.col, wn)
                   : fmt::format("{} * {} + lane % 8", warp.col, wn),
-            "j * 8", "lane / 8 % 2", fmt::format("({}) * 2", kk)};
+            "j * 8", "lane / 8 % 2", fmt::format("({}) * 2", kk), true};
   };
+  bool aXor = a->type.isShared() && xorAddressable(a->type, aRows("kk"), sharedTileAlignment(a));
+  bool bXor = xorAddressable(b->type, bRows("kk"), sharedTileAlignment(b));
 
   // Fragments of k step `kk` into buffer `buf`: the loads of step kk+1 are
   // issued before the multiplies of step kk so that they overlap.
@@ -145,11 +181,12 @@ bool KernelEmitter::emitMma(const Op &op) {
     if (aShared) {
       out_.open(fmt::format("TKC_UNROLL for (int i = 0; i < {}; ++i)", mt));
       out_.line("tkc::ldmatrix_x4{0}(a_frag[{1}][i][0], a_frag[{1}][i][1], a_frag[{1}][i][2], a_frag[{1}][i][3], {2});",
-                transA ? "_trans" : "", buf, laneRowAddress(name(a), laneTables ? "a_swz" : "", a->type, aRows(kk)));
+                transA ? "_trans" : "", buf,
+                laneRowAddress(name(a), laneTables ? "a_swz" : "", a->type, aRows(kk), aXor ? "a_lane" : ""));
       out_.close();
     }
     out_.open(fmt::format("TKC_UNROLL for (int j = 0; j < {}; j += {})", nt, pairs ? 2 : 1));
-    std::string addr = laneRowAddress(name(b), laneTables ? "b_swz" : "", b->type, bRows(kk));
+    std::string addr = laneRowAddress(name(b), laneTables ? "b_swz" : "", b->type, bRows(kk), bXor ? "b_lane" : "");
     std::string suffix = transB ? "" : "_trans";
     if (pairs)
       out_.line("tkc::ldmatrix_x4{0}(b_frag[{1}][j][0], b_frag[{1}][j][1], b_frag[{1}][j + 1][0], b_frag[{1}][j + 1][1], {2});",
@@ -179,9 +216,13 @@ bool KernelEmitter::emitMma(const Op &op) {
   if (aShared)
     out_.line("uint32_t a_frag[{}][{}][4];", buffers, mt);
   out_.line("uint32_t b_frag[{}][{}][2];", buffers, nt);
-  if (laneTables) {
-    std::vector<std::string> lines = laneSwizzleTable("b_swz", b->type, bRows("kk"));
-    if (aShared) {
+  if (aXor)
+    out_.line("{}", laneXorBase("a_lane", name(a), a->type, aRows("kk")));
+  if (bXor)
+    out_.line("{}", laneXorBase("b_lane", name(b), b->type, bRows("kk")));
+  if (laneTables && !(bXor && (aXor || !aShared))) {
+    std::vector<std::string> lines = bXor ? std::vector<std::string>{} : laneSwizzleTable("b_swz", b->type, bRows("kk"));
+    if (aShared && !aXor) {
       std::vector<std::string> aLines = laneSwizzleTable("a_swz", a->type, aRows("kk"));
       lines.insert(lines.begin(), aLines.begin(), aLines.end());
     }

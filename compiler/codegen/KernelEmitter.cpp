@@ -198,6 +198,11 @@ bool KernelEmitter::emit() {
   out_.dedent();
   out_.line("extern __shared__ __align__(128) unsigned char tkc_smem[];");
   out_.line("const uint32_t smem_base = tkc::smem_address(tkc_smem);");
+  // ldmatrix addresses XOR a tile's swizzle into its offset (EmitMma.cpp),
+  // which needs the tiles aligned to their rows: smem-plan aligns them
+  // from the base, and the base follows the 1 KiB the system keeps.
+  if (hasMma)
+    out_.line("if (smem_base % 1024 != 0) __trap();");
   // With wgmma, the warp index comes through a shuffle from lane 0: the
   // compiler then knows it is the same in every lane and keeps what derives
   // from it (the operand descriptors) in uniform registers.
@@ -211,6 +216,20 @@ bool KernelEmitter::emit() {
   emitBlock(kernel_.body);
   out_.close();
   return ok_;
+}
+
+int64_t KernelEmitter::sharedTileAlignment(const Value *tile) const {
+  const Op *def = tile->definingOp;
+  if (!def)
+    return 0;
+  auto lowBit = [](int64_t n) { return n == 0 ? int64_t(1024) : std::min<int64_t>(n & -n, 1024); };
+  if (def->kind == OpKind::StageView) {
+    const Type &slot = tile->type;
+    return std::min(sharedTileAlignment(def->operands[0]), lowBit(slot.numElements() * dtypeBytes(slot.dtype)));
+  }
+  if (!def->attrs.count("offset"))
+    return 0;
+  return lowBit(def->intAttr("offset"));
 }
 
 Fragment KernelEmitter::fragment(const Type &type) const { return fragmentOf(type, warpCoords(type.layout)); }

@@ -127,6 +127,9 @@ private:
 
   // EmitMma.cpp
   bool emitMma(const ir::Op &op);
+  /// The largest power of two, up to 1024, that divides a shared tile's
+  /// byte offset from smem_base in every stage (0: not known here).
+  int64_t sharedTileAlignment(const ir::Value *tile) const;
   void emitLoadOperandA(const ir::Value *smem, const ir::Type &regType, const std::string &dst);
 
   // EmitHopper.cpp (sm_90a)

@@ -111,6 +111,20 @@ std::string laneRowAddress(const std::string &base, const std::string &table, co
 }
 } // namespace
 
+int64_t KernelEmitter::sharedTileAlignment(const Value *tile) const {
+  const Op *def = tile->definingOp;
+  if (!def)
+    return 0;
+  auto lowBit = [](int64_t n) { return n == 0 ? int64_t(1024) : std::min<int64_t>(n & -n, 1024); };
+  if (def->kind == OpKind::StageView) {
+    const Type &slot = tile->type;
+    return std::min(sharedTileAlignment(def->operands[0]), lowBit(slot.numElements() * dtypeBytes(slot.dtype)));
+  }
+  if (!def->hasAttr("offset"))
+    return 0;
+  return lowBit(def->intAttr("offset"));
+}
+
 /// A-operand fragments of this warp's rows, for every 16-wide k step.
 void KernelEmitter::emitLoadOperandA(const Value *smem, const Type &regType, const std::string &dst) {
   int64_t wm = regType.shape[0] / regType.layout.warpsM;
@@ -176,17 +190,17 @@ bool KernelEmitter::emitMma(const Op &op) {
   // Fragments of k step `kk` into buffer `buf`: the loads of step kk+1 are
   // issued before the multiplies of step kk so that they overlap.
   bool aShared = a->type.isShared();
-  bool laneTables = false; // decided below, with the fragment buffers
+  bool aTable = false, bTable = false; // decided below, with the fragment buffers
   auto loadFragments = [&](const std::string &kk, const std::string &buf) {
     if (aShared) {
       out_.open(fmt::format("TKC_UNROLL for (int i = 0; i < {}; ++i)", mt));
       out_.line("tkc::ldmatrix_x4{0}(a_frag[{1}][i][0], a_frag[{1}][i][1], a_frag[{1}][i][2], a_frag[{1}][i][3], {2});",
                 transA ? "_trans" : "", buf,
-                laneRowAddress(name(a), laneTables ? "a_swz" : "", a->type, aRows(kk), aXor ? "a_lane" : ""));
+                laneRowAddress(name(a), aTable ? "a_swz" : "", a->type, aRows(kk), aXor ? "a_lane" : ""));
       out_.close();
     }
     out_.open(fmt::format("TKC_UNROLL for (int j = 0; j < {}; j += {})", nt, pairs ? 2 : 1));
-    std::string addr = laneRowAddress(name(b), laneTables ? "b_swz" : "", b->type, bRows(kk), bXor ? "b_lane" : "");
+    std::string addr = laneRowAddress(name(b), bTable ? "b_swz" : "", b->type, bRows(kk), bXor ? "b_lane" : "");
     std::string suffix = transB ? "" : "_trans";
     if (pairs)
       out_.line("tkc::ldmatrix_x4{0}(b_frag[{1}][j][0], b_frag[{1}][j][1], b_frag[{1}][j + 1][0], b_frag[{1}][j + 1][1], {2});",
@@ -212,7 +226,9 @@ bool KernelEmitter::emitMma(const Op &op) {
   // at D = 128 (160 live beside 2 x 16 fragments) took them and ran 3-6%
   // slower; counted, it keeps the plain addresses, and at D = 64 the
   // products that still take them run 2-3% faster.
-  laneTables = live + buffers * fragmentRegisters + kLaneTableRegisters <= kDoubleBufferRegisterBudget;
+  bool laneTables = live + buffers * fragmentRegisters + kLaneTableRegisters <= kDoubleBufferRegisterBudget;
+  aTable = laneTables && aShared && !aXor;
+  bTable = laneTables && !bXor;
   if (aShared)
     out_.line("uint32_t a_frag[{}][{}][4];", buffers, mt);
   out_.line("uint32_t b_frag[{}][{}][2];", buffers, nt);
@@ -220,15 +236,14 @@ bool KernelEmitter::emitMma(const Op &op) {
     out_.line("{}", laneXorBase("a_lane", name(a), a->type, aRows("kk")));
   if (bXor)
     out_.line("{}", laneXorBase("b_lane", name(b), b->type, bRows("kk")));
-  if (laneTables && !(bXor && (aXor || !aShared))) {
-    std::vector<std::string> lines = bXor ? std::vector<std::string>{} : laneSwizzleTable("b_swz", b->type, bRows("kk"));
-    if (aShared && !aXor) {
-      std::vector<std::string> aLines = laneSwizzleTable("a_swz", a->type, aRows("kk"));
-      lines.insert(lines.begin(), aLines.begin(), aLines.end());
-    }
-    for (const std::string &line : lines)
-      out_.line("{}", line);
-  }
+  std::vector<std::string> tables;
+  if (aTable)
+    tables = laneSwizzleTable("a_swz", a->type, aRows("kk"));
+  if (bTable)
+    for (const std::string &line : laneSwizzleTable("b_swz", b->type, bRows("kk")))
+      tables.push_back(line);
+  for (const std::string &line : tables)
+    out_.line("{}", line);
   if (doubleBuffer)
     loadFragments("0", "0");
   out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", kt));

@@ -199,8 +199,10 @@ bool KernelEmitter::emit() {
   out_.line("extern __shared__ __align__(128) unsigned char tkc_smem[];");
   out_.line("const uint32_t smem_base = tkc::smem_address(tkc_smem);");
   // ldmatrix addresses XOR a tile's swizzle into its offset (EmitMma.cpp),
-  // which needs the tiles aligned to their rows: smem-plan aligns them
-  // from the base, and the base follows the 1 KiB the system keeps.
+  // which needs the tiles aligned to their rows: smem-plan aligns them from
+  // the base, and the base must be 1 KiB-aligned (it is on the GPUs
+  // measured, as the Hopper path's bulk copies need too); a kernel whose
+  // base is not stops rather than read the wrong bytes.
   if (hasMma)
     out_.line("if (smem_base % 1024 != 0) __trap();");
   // With wgmma, the warp index comes through a shuffle from lane 0: the
@@ -216,20 +218,6 @@ bool KernelEmitter::emit() {
   emitBlock(kernel_.body);
   out_.close();
   return ok_;
-}
-
-int64_t KernelEmitter::sharedTileAlignment(const Value *tile) const {
-  const Op *def = tile->definingOp;
-  if (!def)
-    return 0;
-  auto lowBit = [](int64_t n) { return n == 0 ? int64_t(1024) : std::min<int64_t>(n & -n, 1024); };
-  if (def->kind == OpKind::StageView) {
-    const Type &slot = tile->type;
-    return std::min(sharedTileAlignment(def->operands[0]), lowBit(slot.numElements() * dtypeBytes(slot.dtype)));
-  }
-  if (!def->attrs.count("offset"))
-    return 0;
-  return lowBit(def->intAttr("offset"));
 }
 
 Fragment KernelEmitter::fragment(const Type &type) const { return fragmentOf(type, warpCoords(type.layout)); }

@@ -184,13 +184,12 @@ bool KernelEmitter::emitMma(const Op &op) {
                   : fmt::format("{} * {} + lane % 8", warp.col, wn),
             "j * 8", "lane / 8 % 2", fmt::format("({}) * 2", kk), true};
   };
-  bool aXor = a->type.isShared() && xorAddressable(a->type, aRows("kk"), sharedTileAlignment(a));
-  bool bXor = xorAddressable(b->type, bRows("kk"), sharedTileAlignment(b));
 
   // Fragments of k step `kk` into buffer `buf`: the loads of step kk+1 are
   // issued before the multiplies of step kk so that they overlap.
   bool aShared = a->type.isShared();
-  bool aTable = false, bTable = false; // decided below, with the fragment buffers
+  // Each operand's addressing, decided below with the fragment buffers.
+  bool aTable = false, bTable = false, aXor = false, bXor = false;
   auto loadFragments = [&](const std::string &kk, const std::string &buf) {
     if (aShared) {
       out_.open(fmt::format("TKC_UNROLL for (int i = 0; i < {}; ++i)", mt));
@@ -227,8 +226,14 @@ bool KernelEmitter::emitMma(const Op &op) {
   // slower; counted, it keeps the plain addresses, and at D = 64 the
   // products that still take them run 2-3% faster.
   bool laneTables = live + buffers * fragmentRegisters + kLaneTableRegisters <= kDoubleBufferRegisterBudget;
-  aTable = laneTables && aShared && !aXor;
-  bTable = laneTables && !bXor;
+  // Tables where they fit, else one XOR base where the swizzle splits, else
+  // in place. Where both fit, the tables ran faster on the H200
+  // (2026-12-03: the D = 64 attention kernels +2 to +4%); where they do
+  // not, the XOR base did (the GEMMs +2 to +6%).
+  aTable = laneTables && aShared;
+  bTable = laneTables;
+  aXor = aShared && !aTable && xorAddressable(a->type, aRows("kk"), sharedTileAlignment(a));
+  bXor = !bTable && xorAddressable(b->type, bRows("kk"), sharedTileAlignment(b));
   if (aShared)
     out_.line("uint32_t a_frag[{}][{}][4];", buffers, mt);
   out_.line("uint32_t b_frag[{}][{}][2];", buffers, nt);

@@ -227,9 +227,10 @@ bool KernelEmitter::emitMma(const Op &op) {
   // products that still take them run 2-3% faster.
   bool laneTables = live + buffers * fragmentRegisters + kLaneTableRegisters <= kDoubleBufferRegisterBudget;
   // Tables where they fit, else one XOR base where the swizzle splits, else
-  // in place. Where both fit, the tables ran faster on the H200
-  // (2026-12-03: the D = 64 attention kernels +2 to +4%); where they do
-  // not, the XOR base did (the GEMMs +2 to +6%).
+  // in place. On the H200 (2026-12-03) the tables, where they fit, ran
+  // faster than the XOR base (the D = 64 attention kernels, up to +4.5%);
+  // where they do not, the XOR base beat the swizzle in place (the GEMMs
+  // +2 to +6%).
   aTable = laneTables && aShared;
   bTable = laneTables;
   aXor = aShared && !aTable && xorAddressable(a->type, aRows("kk"), sharedTileAlignment(a));

@@ -95,18 +95,26 @@ std::string laneXorBase(const std::string &var, const std::string &base, const T
                      rows.chunkThread, swizzleSelector(rows.rowThread, cpr));
 }
 
-/// The shared address of a lane's ldmatrix row: from the operand's
-/// per-thread XOR base where it has one, else through its table where it
-/// has one, else swizzled in place.
-std::string laneRowAddress(const std::string &base, const std::string &table, const Type &smem, const LaneRows &rows,
-                           const std::string &xorBase = "") {
+/// How an operand's ldmatrix addresses are formed (see LaneRows): swizzled
+/// in place, through its table, or from its per-thread XOR base.
+enum class LaneAddressing { InPlace, Table, XorBase };
+
+/// The name of operand `a` or `b`'s table or XOR base.
+std::string laneName(const char *operand, LaneAddressing how) {
+  return fmt::format("{}_{}", operand, how == LaneAddressing::Table ? "swz" : "lane");
+}
+
+/// The shared address of a lane's ldmatrix row; `lane` names the operand's
+/// table or XOR base.
+std::string laneRowAddress(const std::string &base, LaneAddressing how, const std::string &lane, const Type &smem,
+                           const LaneRows &rows) {
   int cpr = chunksPerRow(smem), period = swizzlePeriod(cpr);
-  if (!xorBase.empty())
-    return fmt::format("({} ^ (({}) * 16)) + ({}) * {}", xorBase, rows.chunkStep, rows.rowStep, cpr * 16);
+  if (how == LaneAddressing::XorBase)
+    return fmt::format("({} ^ (({}) * 16)) + ({}) * {}", lane, rows.chunkStep, rows.rowStep, cpr * 16);
   std::string row = fmt::format("{} + {}", rows.rowStep, rows.rowThread);
-  if (!period || table.empty())
+  if (!period || how == LaneAddressing::InPlace)
     return smemRowAddress(base, smem, row, fmt::format("{} + {}", rows.chunkThread, rows.chunkStep));
-  return fmt::format("{} + ({}) * {} + ({}[({}) % {}] + ({}) / {} * {}) * 16", base, row, cpr * 16, table,
+  return fmt::format("{} + ({}) * {} + ({}[({}) % {}] + ({}) / {} * {}) * 16", base, row, cpr * 16, lane,
                      rows.chunkStep, period, rows.chunkStep, period, period);
 }
 } // namespace
@@ -189,17 +197,17 @@ bool KernelEmitter::emitMma(const Op &op) {
   // issued before the multiplies of step kk so that they overlap.
   bool aShared = a->type.isShared();
   // Each operand's addressing, decided below with the fragment buffers.
-  bool aTable = false, bTable = false, aXor = false, bXor = false;
+  LaneAddressing aHow = LaneAddressing::InPlace, bHow = LaneAddressing::InPlace;
   auto loadFragments = [&](const std::string &kk, const std::string &buf) {
     if (aShared) {
       out_.open(fmt::format("TKC_UNROLL for (int i = 0; i < {}; ++i)", mt));
       out_.line("tkc::ldmatrix_x4{0}(a_frag[{1}][i][0], a_frag[{1}][i][1], a_frag[{1}][i][2], a_frag[{1}][i][3], {2});",
                 transA ? "_trans" : "", buf,
-                laneRowAddress(name(a), aTable ? "a_swz" : "", a->type, aRows(kk), aXor ? "a_lane" : ""));
+                laneRowAddress(name(a), aHow, laneName("a", aHow), a->type, aRows(kk)));
       out_.close();
     }
     out_.open(fmt::format("TKC_UNROLL for (int j = 0; j < {}; j += {})", nt, pairs ? 2 : 1));
-    std::string addr = laneRowAddress(name(b), bTable ? "b_swz" : "", b->type, bRows(kk), bXor ? "b_lane" : "");
+    std::string addr = laneRowAddress(name(b), bHow, laneName("b", bHow), b->type, bRows(kk));
     std::string suffix = transB ? "" : "_trans";
     if (pairs)
       out_.line("tkc::ldmatrix_x4{0}(b_frag[{1}][j][0], b_frag[{1}][j][1], b_frag[{1}][j + 1][0], b_frag[{1}][j + 1][1], {2});",
@@ -231,25 +239,28 @@ bool KernelEmitter::emitMma(const Op &op) {
   // faster than the XOR base (the D = 64 attention kernels, up to +4.5%);
   // where they do not, the XOR base beat the swizzle in place (the GEMMs
   // +2 to +6%).
-  aTable = laneTables && aShared;
-  bTable = laneTables;
-  aXor = aShared && !aTable && xorAddressable(a->type, aRows("kk"), sharedTileAlignment(a));
-  bXor = !bTable && xorAddressable(b->type, bRows("kk"), sharedTileAlignment(b));
+  auto choose = [&](const Value *operand, const LaneRows &rows) {
+    if (laneTables)
+      return LaneAddressing::Table;
+    return xorAddressable(operand->type, rows, sharedTileAlignment(operand)) ? LaneAddressing::XorBase
+                                                                              : LaneAddressing::InPlace;
+  };
+  if (aShared)
+    aHow = choose(a, aRows("kk"));
+  bHow = choose(b, bRows("kk"));
   if (aShared)
     out_.line("uint32_t a_frag[{}][{}][4];", buffers, mt);
   out_.line("uint32_t b_frag[{}][{}][2];", buffers, nt);
-  if (aXor)
-    out_.line("{}", laneXorBase("a_lane", name(a), a->type, aRows("kk")));
-  if (bXor)
-    out_.line("{}", laneXorBase("b_lane", name(b), b->type, bRows("kk")));
-  std::vector<std::string> tables;
-  if (aTable)
-    tables = laneSwizzleTable("a_swz", a->type, aRows("kk"));
-  if (bTable)
-    for (const std::string &line : laneSwizzleTable("b_swz", b->type, bRows("kk")))
-      tables.push_back(line);
-  for (const std::string &line : tables)
-    out_.line("{}", line);
+  // Each operand's table or XOR base, A's first.
+  auto declareLane = [&](LaneAddressing how, const std::string &lane, const Value *operand, const LaneRows &rows) {
+    if (how == LaneAddressing::XorBase)
+      out_.line("{}", laneXorBase(lane, name(operand), operand->type, rows));
+    if (how == LaneAddressing::Table)
+      for (const std::string &line : laneSwizzleTable(lane, operand->type, rows))
+        out_.line("{}", line);
+  };
+  declareLane(aHow, laneName("a", aHow), a, aRows("kk"));
+  declareLane(bHow, laneName("b", bHow), b, bRows("kk"));
   if (doubleBuffer)
     loadFragments("0", "0");
   out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", kt));

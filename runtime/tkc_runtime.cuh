@@ -65,16 +65,13 @@ __device__ __forceinline__ void red_add_f32_if(bool pred, float *p, float v) {
                : "memory");
 }
 
-/// Adds `a` and `b` to the two f32 at `p` where `pred` holds: one vector
-/// reduction on sm_90 when `p` is 8-byte aligned, which takes half the L2's
-/// time of two.
+/// Adds `a` and `b` to the two f32 at the 8-byte aligned `p` where `pred`
+/// holds: one vector reduction on sm_90, which takes half the L2's time of
+/// two.
 __device__ __forceinline__ void red_add_f32x2_if(bool pred, float *p, float a, float b) {
 #if __CUDA_ARCH__ >= 900
-  const bool pair = (reinterpret_cast<uintptr_t>(p) & 7) == 0;
-  asm volatile("{\n .reg .pred v, s;\n setp.ne.b32 v, %3, 0;\n setp.ne.b32 s, %4, 0;\n"
-               " @v red.global.add.v2.f32 [%0], {%1, %2};\n"
-               " @s red.global.add.f32 [%0], %1;\n @s red.global.add.f32 [%0+4], %2;\n}\n" ::"l"(p),
-               "f"(a), "f"(b), "r"(int(pred && pair)), "r"(int(pred && !pair))
+  asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %3, 0;\n @q red.global.add.v2.f32 [%0], {%1, %2};\n}\n" ::"l"(p),
+               "f"(a), "f"(b), "r"(int(pred))
                : "memory");
 #else
   asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %3, 0;\n"
@@ -84,8 +81,14 @@ __device__ __forceinline__ void red_add_f32x2_if(bool pred, float *p, float a, f
 #endif
 }
 
-/// Adds `a` and `b` to the two f32 at `p`.
-__device__ __forceinline__ void red_add_f32x2(float *p, float a, float b) { red_add_f32x2_if(true, p, a, b); }
+/// Adds `a` and `b` to the two f32 at the 8-byte aligned `p`.
+__device__ __forceinline__ void red_add_f32x2(float *p, float a, float b) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
+#else
+  asm volatile("red.global.add.f32 [%0], %1;\n red.global.add.f32 [%0+4], %2;\n" ::"l"(p), "f"(a), "f"(b) : "memory");
+#endif
+}
 
 // --- register -> shared stores ----------------------------------------------------
 

@@ -221,7 +221,9 @@ bool KernelEmitter::emitStore(const Op &op) {
 }
 
 /// atomic_add's reductions in L2: a pair of adjacent accumulator columns at
-/// a time where the layout has them (one vector reduction on sm_90), each
+/// a time where the layout has them (one vector reduction on sm_90; the
+/// launcher checks that the tensor's rows are 8-byte aligned, since a test
+/// of each address becomes a branch around every reduction in SASS), each
 /// guarded by a predicate rather than a branch (see `red_add_f32_if`). A
 /// pair that straddles the column bound falls back to single elements.
 void KernelEmitter::emitReductions(const Value *tile, const GlobalAccess &access, const std::string &all,
@@ -394,7 +396,12 @@ void KernelEmitter::emitVectorCopy(const Op &op, const std::string &dstAddr, con
   std::string address = fmt::format("src + int64_t(col) * {}", access.rowStride);
   out_.open("");
   out_.line("const {} *src = {};", cType(slot.dtype), access.base);
-  out_.open(fmt::format("TKC_UNROLL for (int col = {}; col < {}; col += {})", first, slot.shape[0], step));
+  // One round where the threads outnumber the elements: ptxas cannot bound
+  // `first` (a thread index), so a loop would stay a loop, with its branches.
+  if (step >= slot.shape[0])
+    out_.open(fmt::format("if (const int col = {}; col < {})", first, slot.shape[0]));
+  else
+    out_.open(fmt::format("TKC_UNROLL for (int col = {}; col < {}; col += {})", first, slot.shape[0], step));
   if (inside == "true")
     out_.line("tkc::cp_async_4({} + col * 4, {}, 4);", dstAddr, address);
   else

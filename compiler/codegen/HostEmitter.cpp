@@ -70,8 +70,9 @@ const Value *tensorParameter(const Kernel &kernel, size_t index) {
 
 /// The alignment in bytes that the kernels' accesses to tensor parameter
 /// `index` need of its data pointer and row strides: 16 for 16-byte vector
-/// and asynchronous copies of tiles, 4 for pairs of 16-bit elements, else
-/// one element (vector copies too).
+/// and asynchronous copies of tiles, two elements for the pairs that stores
+/// of accumulators write (16-bit elements) or add (atomic_add), else one
+/// element (vector copies too).
 int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
   int bytes = 1;
   for (const LaunchVariant &variant : variants) {
@@ -94,8 +95,8 @@ int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
       LayoutKind layout = tile->layout.kind;
       if (tile->isShared() || layout == LayoutKind::Strip || layout == LayoutKind::StripCol)
         bytes = std::max(bytes, 16);
-      else if (layout == LayoutKind::Acc && op.kind == OpKind::Store && element == 2)
-        bytes = std::max(bytes, 4);
+      else if (layout == LayoutKind::Acc && op.kind == OpKind::Store && (element == 2 || op.hasAttr("accumulate")))
+        bytes = std::max(bytes, 2 * element);
     });
   }
   return bytes;

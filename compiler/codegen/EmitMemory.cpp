@@ -231,7 +231,10 @@ void KernelEmitter::emitReductions(const Value *tile, const GlobalAccess &access
   std::string values = name(tile);
   if (!pairs) {
     std::string ok = andColumnTest(all, access, "col < {}");
-    out_.line("tkc::red_add_f32_if({}, {}, {}[x]);", ok, address, values);
+    if (ok == "true")
+      out_.line("tkc::red_add_f32({}, {}[x]);", address, values);
+    else
+      out_.line("tkc::red_add_f32_if({}, {}, {}[x]);", ok, address, values);
     return;
   }
   if (access.colBound.empty() && all == "true") {

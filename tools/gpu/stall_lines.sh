@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Where one generated kernel's warps wait, instruction by instruction: samples
 # the warp states with Nsight Compute (SourceCounters) and writes the SASS
-# with its stall samples, hottest first, to OUT/NAME.stalls.txt.
+# with its stall samples, hottest first, to OUT/NAME.stalls.txt, and the
+# executed opcodes per loop iteration with the stalls of each stretch of the
+# program (tools/gpu/sass_mix.py) to OUT/NAME.mix.txt.
 #   tools/gpu/stall_lines.sh WORKLOAD SIZE_JSON KERNEL_REGEX FILE.cu
 # e.g. tools/gpu/stall_lines.sh gemm '{"M":4096,"N":4096,"K":4096}' gemm build/gpu/gemm.sm_80.cu
 set -uo pipefail
@@ -41,4 +43,6 @@ for r in body:
     if num(r[key]) / total >= 0.003:
         print(f"{r['#']:5d} {100 * num(r[key]) / total:5.1f}%  {r['Source'][:90]}")
 PY
+python3 tools/gpu/sass_mix.py "$out/$name.sass.csv" >"$out/$name.mix.txt"
 tail -n +1 "$out/$name.stalls.txt" | head -70
+echo "(opcodes per iteration and stalls by window: $out/$name.mix.txt)"

@@ -130,6 +130,9 @@ def arg_cases(w):
               (f"inner-stride-2-{first_in.name}", base, {}, first_in.name, "stride", 3),
               (f"inner-stride-2-{first_out.name}", base, {}, first_out.name, "stride", 3),
               (f"misaligned-{first_in.name}", base, {}, first_in.name, "misalign", 4)]
+    # Outputs whose launchers need more than one element's alignment on
+    # every target (e.g. an f32 tensor that pairs of sums are added to).
+    cases += [(f"misaligned-{name}", base, {}, name, "misalign", 4) for name in w.misaligned_outputs]
     cases += [(label.replace(" ", "-"), size, over, None, None, code) for label, size, over, code in w.extra_arg_cases]
     return cases
 

@@ -12,8 +12,11 @@ Nsight Compute (NAME.sass.csv) and prints
 
 A branch around every one of a loop's memory operations, or a copy loop
 that should have been one round, shows up as BSSY, BRA and ISETP per unit.
+With --hottest, instead: the instructions with the most stall samples, then
+those with at least 0.3% of them in program order.
 
     python3 tools/gpu/sass_mix.py NAME.sass.csv [--unit COUNT] [--window N]
+    python3 tools/gpu/sass_mix.py NAME.sass.csv --hottest
 """
 import argparse
 import collections
@@ -37,16 +40,32 @@ def opcode(source):
 
 
 def read(path):
+    """The table's columns and one dict per instruction, in program order."""
     rows = list(csv.reader(open(path, newline="")))
     head = next((i for i, r in enumerate(rows) if "Source" in r), None)
     if head is None:
         sys.exit(f"{path}: no 'Source' column (not an ncu --page source --csv export)")
     columns = rows[head]
-    body = [dict(zip(columns, r)) for r in rows[head + 1:] if len(r) == len(columns)]
-    stalls = [c for c in columns if c.startswith("stall_") and "Not Issued" not in c]
-    if not body or not stalls or "Instructions Executed" not in columns:
-        sys.exit(f"{path}: no per-instruction stall or execution columns")
-    return body, stalls
+    return columns, [dict(zip(columns, r)) for r in rows[head + 1:] if len(r) == len(columns)]
+
+
+def hottest(columns, body):
+    keys = [c for c in columns if "Sampling" in c and "All" in c] or [c for c in columns if "Sampling" in c]
+    if not keys:
+        sys.exit("no sampling column in: " + ", ".join(columns))
+    key = keys[0]
+    total = sum(number(r[key]) for r in body) or 1.0
+    print(f"columns: {', '.join(columns)}")
+    print(f"total samples {total:.0f}")
+
+    def line(i):
+        return f"{i:5d} {100 * number(body[i][key]) / total:5.1f}%  {body[i]['Source'][:90]}"
+    for i in sorted(range(len(body)), key=lambda i: -number(body[i][key]))[:60]:
+        print(line(i))
+    print("\nin program order, the instructions with >= 0.3% of the samples:")
+    for i in range(len(body)):
+        if number(body[i][key]) / total >= 0.003:
+            print(line(i))
 
 
 def main():
@@ -54,8 +73,14 @@ def main():
     parser.add_argument("csv")
     parser.add_argument("--unit", type=float, default=0, help="executions that count as one unit")
     parser.add_argument("--window", type=int, default=50, help="instructions per window")
+    parser.add_argument("--hottest", action="store_true", help="the instructions with the most stall samples")
     args = parser.parse_args()
-    body, stalls = read(args.csv)
+    columns, body = read(args.csv)
+    if args.hottest:
+        return hottest(columns, body)
+    stalls = [c for c in columns if c.startswith("stall_") and "Not Issued" not in c]
+    if not body or not stalls or "Instructions Executed" not in columns:
+        sys.exit(f"{args.csv}: no per-instruction stall or execution columns")
 
     def executed(r):
         return number(r["Instructions Executed"])

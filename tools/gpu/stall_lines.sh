@@ -17,32 +17,7 @@ name=$(basename "$cu" .cu)
   --section SourceCounters --section WarpStateStats -f -o "$out/$name.src" \
   python3 tools/gpu/profile_one.py "$cu" "$workload" "$size" >"$out/$name.src.log" 2>&1 || { tail "$out/$name.src.log"; exit 1; }
 "$ncu" -i "$out/$name.src.ncu-rep" --page source --csv --print-source sass >"$out/$name.sass.csv" 2>>"$out/$name.src.log"
-python3 - "$out/$name.sass.csv" >"$out/$name.stalls.txt" <<'PY'
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1])))
-head = next(i for i, r in enumerate(rows) if "Source" in r)
-cols = rows[head]
-body = [dict(zip(cols, r)) for r in rows[head + 1:] if len(r) == len(cols)]
-keys = [c for c in cols if "Sampling" in c and "All" in c] or [c for c in cols if "Sampling" in c]
-if not keys:
-    sys.exit("no sampling column in: " + ", ".join(cols))
-key = keys[0]
-def num(x):
-    try: return float(x.replace(",", ""))
-    except ValueError: return 0.0
-total = sum(num(r[key]) for r in body) or 1.0
-print(f"columns: {', '.join(cols)}")
-print(f"total samples {total:.0f}")
-for i, r in enumerate(body):
-    r["#"] = i
-hot = sorted(body, key=lambda r: -num(r[key]))[:60]
-for r in hot:
-    print(f"{r['#']:5d} {100 * num(r[key]) / total:5.1f}%  {r['Source'][:90]}")
-print("\nin program order, the instructions with >= 0.3% of the samples:")
-for r in body:
-    if num(r[key]) / total >= 0.003:
-        print(f"{r['#']:5d} {100 * num(r[key]) / total:5.1f}%  {r['Source'][:90]}")
-PY
+python3 tools/gpu/sass_mix.py --hottest "$out/$name.sass.csv" >"$out/$name.stalls.txt"
 python3 tools/gpu/sass_mix.py "$out/$name.sass.csv" >"$out/$name.mix.txt"
 tail -n +1 "$out/$name.stalls.txt" | head -70
 echo "(opcodes per iteration and stalls by window: $out/$name.mix.txt)"

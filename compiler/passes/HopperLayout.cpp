@@ -512,10 +512,10 @@ private:
     for (Value *v : f.split)
       v->type.layout = {LayoutKind::Acc, 4, f.warps / 4};
     // Staged tiles: written by the consumers, read by wgmma as M-major
-    // panels.
+    // panels, in two slots (hopper-pipeline alternates them).
     for (Op *convert : f.staged) {
       convert->result()->type.layout = {LayoutKind::Swizzle128, 1, 1};
-      residentBytes += passes::sharedBufferBytes(convert->result()->type);
+      residentBytes += 2 * passes::sharedBufferBytes(convert->result()->type);
     }
     // Each addition goes out through a staging tile of its own, whole.
     for (Op *store : f.adds) {

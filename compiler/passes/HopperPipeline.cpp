@@ -322,24 +322,18 @@ private:
 
   /// Replaces `mma` by fence, wgmma, commit; returns the wgmma's result. A
   /// transposed A operand that the consumers write to shared memory in the
-  /// loop (staged) is written between two barriers of the whole consumer
-  /// role: the first waits until every warpgroup's product of the previous
-  /// iteration has read the tile (each waits for its product before the
-  /// next iteration), the second until every warpgroup has written its rows,
-  /// after a proxy fence that shows the writes to wgmma.
+  /// loop (staged) alternates between two slots by iteration, and a barrier
+  /// of the whole consumer role after the writes (and a proxy fence that
+  /// shows them to wgmma) waits until every warpgroup has written its rows.
+  /// No barrier is needed before the writes: a warpgroup writes slot it % 2
+  /// only after passing iteration it - 1's barrier, which every warpgroup
+  /// reaches after waiting for its product of iteration it - 2, the slot's
+  /// last reader (each waits for its product within the iteration).
   Value *issue(Op &mma) {
     Block &body = *loop_.body;
     Op *staged = mma.operands[0]->definingOp;
-    if (staged && staged->kind == OpKind::Convert && staged->parent == &body && mma.operands[0]->type.isShared()) {
-      std::map<std::string, Attr> all{{"all", Attr(int64_t(1))}};
-      Builder before(body, passes::positionOf(*staged));
-      before.setLoc(staged->loc);
-      before.create(OpKind::WarpgroupBarrier, {}, {}, all);
-      Builder after(body, std::next(passes::positionOf(*staged)));
-      after.setLoc(staged->loc);
-      after.create(OpKind::FenceProxyAsync, {}, {});
-      after.create(OpKind::WarpgroupBarrier, {}, {}, all);
-    }
+    if (staged && staged->kind == OpKind::Convert && staged->parent == &body && mma.operands[0]->type.isShared())
+      stageInTwoSlots(*staged);
     Builder at(body, passes::positionOf(mma));
     at.setLoc(mma.loc);
     at.create(OpKind::WgmmaFence, {}, {});
@@ -353,6 +347,29 @@ private:
     replaceAllUsesIn(body, mma.result(), next);
     passes::eraseOp(mma);
     return next;
+  }
+
+  /// The staged tile `convert` writes becomes a store into slot it % 2 of
+  /// a two-slot buffer allocated before the loop (see issue()).
+  void stageInTwoSlots(Op &convert) {
+    Block &body = *loop_.body;
+    Value *tile = convert.result();
+    Type slots = tile->type;
+    slots.stages = 2;
+    Builder alloc(*loop_.parent, passes::positionOf(loop_));
+    alloc.setLoc(loop_.loc);
+    Value *buffer = alloc.value(OpKind::SmemAlloc, {}, slots);
+    buffer->nameHint = (tile->nameHint.empty() ? "staged" : tile->nameHint) + "_buf";
+    Builder at(body, passes::positionOf(convert));
+    at.setLoc(convert.loc);
+    Value *parity = at.value(OpKind::Rem, {it_, at.constInt(2)}, scalarI32());
+    Value *view = at.value(OpKind::StageView, {buffer, parity}, tile->type);
+    view->nameHint = tile->nameHint;
+    at.create(OpKind::SmemStore, {view, convert.operands[0]}, {});
+    at.create(OpKind::FenceProxyAsync, {}, {});
+    at.create(OpKind::WarpgroupBarrier, {}, {}, {{"all", Attr(int64_t(1))}});
+    replaceAllUsesIn(body, tile, view);
+    passes::eraseOp(convert);
   }
 
   /// A GEMM step: one group stays in flight; each iteration waits for the

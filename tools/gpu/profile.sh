@@ -30,7 +30,7 @@ mkdir -p "$out"
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 if ((stalls)); then
   suffix=.stalls
-  collect=(--section WarpStateStats --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum,lts__t_bytes.sum.per_second)
+  collect=(--section WarpStateStats --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum,lts__t_bytes.sum.per_second,smsp__inst_executed.sum,launch__registers_per_thread,launch__occupancy_limit_registers)
 elif ((pipes)); then
   suffix=.pipes
   collect=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section WarpStateStats)
@@ -56,7 +56,7 @@ for what in "$@"; do
       grep -vE "Table Description|dshared|_atom|stsm|^ *INF|^ +(the|dominated)" | tee "$report.txt" | head -70
   elif ((stalls)); then
     "$ncu" -i "$report.ncu-rep" --page details --print-details all 2>/dev/null |
-      grep -E "^  [a-zA-Z_]|pipe|issue_active|duration|lts__t_bytes|Stall|Warp Cycles Per Issued" | head -60
+      grep -E "^  [a-zA-Z_]|pipe|issue_active|duration|lts__t_bytes|inst_executed|registers|Stall|Warp Cycles Per Issued" | head -60
   else
     "$ncu" -i "$report.ncu-rep" --print-summary none 2>/dev/null |
       grep -E "^  [a-zA-Z_]|Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|L1/TEX Hit|L2 Hit|Registers Per|Achieved Occupancy|Warp Cycles Per Issued|Issued Warp|No Eligible|Block Limit Shared" | head -30

@@ -50,8 +50,6 @@ namespace {
 
 using namespace ir;
 
-/// Shared memory kept free for mbarriers and alignment.
-constexpr int64_t kReservedSharedBytes = 2048;
 constexpr int kMaxStages = 8;
 /// Pipeline depth worth a narrower epilogue staging tile: with fewer stages
 /// a slot is refilled too late behind the one wgmma group kept in flight

@@ -35,6 +35,10 @@ struct Target {
 /// are known to fit).
 inline int intendedBlocksPerSm(int consumerWarps) { return consumerWarps == 4 ? 2 : 1; }
 
+/// Shared memory the sm_90a passes keep free for mbarriers and alignment
+/// when they size buffers.
+constexpr int64_t kReservedSharedBytes = 2048;
+
 /// The wgmma widths (n of m64nNk16) that codegen emits: every multiple of 16
 /// up to 256; the runtime has a wrapper for each (tools/gen_wgmma.py).
 inline bool isWgmmaWidth(int64_t n) { return n >= 32 && n <= 256 && n % 16 == 0; }

@@ -38,7 +38,9 @@
 //     released the previous tile's on a barrier of their own (`once_empty`:
 //     right after their loop, or once the products in flight after it are
 //     done where those read the tiles), so that the next tile's copies
-//     overlap the current tile's last products and stores. The consumer
+//     overlap the current tile's last products and stores; where shared
+//     memory has room, the resident tiles take two slots, alternating by
+//     tile, so that the copies overlap the whole tile. The consumer
 //     warpgroups' turns at issuing (hopper-pipeline) run on from tile to
 //     tile, so that the first warpgroup starts the next tile while the
 //     others finish this one. (Whether that pays
@@ -261,8 +263,10 @@ public:
     producerOps.push_back(&producer_);
     Value *producerDone = moveInto(producerTiles, producerOps, producer_, counts, first, stride, perTileIters);
     Value *consumerDone = moveInto(consumerTiles, consumerOps, consumer_, counts, first, stride, perTileIters);
-    if (!onceCopies_.empty())
+    if (!onceCopies_.empty()) {
       releaseResidentTiles(producerDone, consumerDone);
+      residentTilesInTwoSlots(consumerDone, blocks);
+    }
     continueTurnsAcrossTiles(consumerTiles);
 
     // Per-tile prelude values are recomputed inside the roles now.
@@ -536,6 +540,60 @@ private:
     after.setLoc(consumer_.loc);
     Value *always = after.value(OpKind::Const, {}, Type::scalar(DType::I1), {{"value", Attr(int64_t(1))}});
     after.create(OpKind::MbarrierArrive, {released, consumerDone, always}, {});
+  }
+
+  /// Where shared memory has room for a second copy of the resident tiles,
+  /// they alternate between two slots by tile (as do `once` and
+  /// `once_empty`): the producer copies the next tile's into the other slot
+  /// while the consumers still read this one's, instead of after they
+  /// release it, whose wait the consumers would otherwise meet at the start
+  /// of each tile.
+  void residentTilesInTwoSlots(Value *consumerDone, int blocks) {
+    std::set<Value *> buffers;
+    int64_t extra = 0;
+    for (Op *copy : onceCopies_)
+      if (copy->kind == OpKind::TmaLoad && buffers.insert(copy->operands[0]).second)
+        extra += passes::sharedBufferBytes(copy->operands[0]->type);
+    if (plannedSharedBytes() + extra > target_.sharedMemoryPerBlock(blocks))
+      return;
+    for (Value *buffer : buffers)
+      buffer->type.stages = 2;
+    Value *released = nullptr;
+    walk(kernel_.body, [&](Op &op) {
+      if (op.kind == OpKind::MbarrierArrive && op.operands[1] == consumerDone)
+        released = op.operands[0];
+    });
+    for (Value *barrier : {once_, released})
+      if (barrier)
+        barrier->type.shape[0] = 2;
+    std::vector<Op *> views;
+    walk(kernel_.body, [&](Op &op) {
+      if (op.kind == OpKind::StageView && buffers.count(op.operands[0]))
+        views.push_back(&op);
+    });
+    for (Op *view : views) {
+      Builder at(*view->parent, passes::positionOf(*view));
+      at.setLoc(view->loc);
+      view->operands[1] = at.value(OpKind::Rem, {consumerDone, at.constInt(2)}, i32());
+    }
+  }
+
+  /// The shared bytes the kernel will need: its buffers, each aligned as
+  /// smem-plan aligns it, the staging tiles hopper-epilogue will add for
+  /// the stores marked for it, and the bytes hopper-layout keeps free.
+  int64_t plannedSharedBytes() {
+    int64_t end = kReservedSharedBytes;
+    walk(kernel_.body, [&](Op &op) {
+      if (passes::definesSharedBuffer(op))
+        end = passes::alignUp(end, passes::sharedAlignmentOf(op.result()->type)) +
+              passes::sharedBufferBytes(op.result()->type);
+      if (op.kind == OpKind::Store && op.strAttr("epilogue") == "tma") {
+        const Type &tile = op.operands[1]->type;
+        end = passes::alignUp(end, 1024) +
+              tile.shape[0] * op.intAttr("staging_cols", tile.shape[1]) * dtypeBytes(tile.dtype);
+      }
+    });
+    return end;
   }
 
   /// Whether the resident tiles may still be read once the consumer loop

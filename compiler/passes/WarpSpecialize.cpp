@@ -264,8 +264,8 @@ public:
     Value *producerDone = moveInto(producerTiles, producerOps, producer_, counts, first, stride, perTileIters);
     Value *consumerDone = moveInto(consumerTiles, consumerOps, consumer_, counts, first, stride, perTileIters);
     if (!onceCopies_.empty()) {
-      releaseResidentTiles(producerDone, consumerDone);
-      residentTilesInTwoSlots(consumerDone, blocks);
+      Value *released = releaseResidentTiles(producerDone, consumerDone);
+      residentTilesInTwoSlots(consumerDone, released, blocks);
     }
     continueTurnsAcrossTiles(consumerTiles);
 
@@ -510,8 +510,9 @@ private:
   /// the consumers have released the previous tile's (the first wait passes
   /// at once), and copies on phase `done` of `once`; the consumers wait for
   /// that phase and release the tiles once the products still in flight
-  /// after their loop (which may read them) are done.
-  void releaseResidentTiles(Value *producerDone, Value *consumerDone) {
+  /// after their loop (which may read them) are done. Returns the
+  /// barrier they release them on (`once_empty`).
+  Value *releaseResidentTiles(Value *producerDone, Value *consumerDone) {
     Block &body = kernel_.body;
     Builder init(body, std::next(passes::positionOf(*onceInit_)));
     init.setLoc(onceInit_->loc);
@@ -540,6 +541,7 @@ private:
     after.setLoc(consumer_.loc);
     Value *always = after.value(OpKind::Const, {}, Type::scalar(DType::I1), {{"value", Attr(int64_t(1))}});
     after.create(OpKind::MbarrierArrive, {released, consumerDone, always}, {});
+    return released;
   }
 
   /// Where shared memory has room for a second copy of the resident tiles,
@@ -548,7 +550,7 @@ private:
   /// while the consumers still read this one's, instead of after they
   /// release it, whose wait the consumers would otherwise meet at the start
   /// of each tile.
-  void residentTilesInTwoSlots(Value *consumerDone, int blocks) {
+  void residentTilesInTwoSlots(Value *consumerDone, Value *released, int blocks) {
     std::set<Value *> buffers;
     int64_t extra = 0;
     for (Op *copy : onceCopies_)
@@ -558,14 +560,8 @@ private:
       return;
     for (Value *buffer : buffers)
       buffer->type.stages = 2;
-    Value *released = nullptr;
-    walk(kernel_.body, [&](Op &op) {
-      if (op.kind == OpKind::MbarrierArrive && op.operands[1] == consumerDone)
-        released = op.operands[0];
-    });
     for (Value *barrier : {once_, released})
-      if (barrier)
-        barrier->type.shape[0] = 2;
+      barrier->type.shape[0] = 2;
     std::vector<Op *> views;
     walk(kernel_.body, [&](Op &op) {
       if (op.kind == OpKind::StageView && buffers.count(op.operands[0]))

@@ -89,23 +89,34 @@ int consumerRegisters(const Target &target, int consumerWarps, int blocks) {
                   (target.registersPerSm / blocks - 128 * kProducerRegisters) / (consumerWarps * 32) / 8 * 8);
 }
 
-/// Blocks of the kernel that share a multiprocessor: as many as intended
-/// for its consumers where the shared buffers allocated fit that many times
-/// (hopper-layout sized the pipeline for it), else one. The buffers are
-/// counted one after the other, each aligned as smem-plan aligns it: the
-/// most smem-plan's first fit can need, as it never places a buffer above
-/// the end of those before it.
-int blocksPerMultiprocessor(Kernel &kernel, const Target &target) {
-  int blocks = intendedBlocksPerSm(kernel.warps - 4);
-  if (blocks == 1)
-    return 1;
+/// The shared bytes the kernel will need: its buffers, counted one after
+/// the other, each aligned as smem-plan aligns it (the most smem-plan's
+/// first fit can need, as it never places a buffer above the end of those
+/// before it), and the staging tiles hopper-epilogue will add for the
+/// stores marked for it.
+int64_t plannedSharedBytes(Kernel &kernel) {
   int64_t end = 0;
   walk(kernel.body, [&](Op &op) {
     if (passes::definesSharedBuffer(op))
       end = passes::alignUp(end, passes::sharedAlignmentOf(op.result()->type)) +
             passes::sharedBufferBytes(op.result()->type);
+    if (op.kind == OpKind::Store && op.strAttr("epilogue") == "tma") {
+      const Type &tile = op.operands[1]->type;
+      end = passes::alignUp(end, 1024) +
+            tile.shape[0] * op.intAttr("staging_cols", tile.shape[1]) * dtypeBytes(tile.dtype);
+    }
   });
-  return end <= target.sharedMemoryPerBlock(blocks) ? blocks : 1;
+  return end;
+}
+
+/// Blocks of the kernel that share a multiprocessor: as many as intended
+/// for its consumers where its shared bytes fit that many times
+/// (hopper-layout sized the pipeline for it), else one.
+int blocksPerMultiprocessor(Kernel &kernel, const Target &target) {
+  int blocks = intendedBlocksPerSm(kernel.warps - 4);
+  if (blocks == 1)
+    return 1;
+  return plannedSharedBytes(kernel) <= target.sharedMemoryPerBlock(blocks) ? blocks : 1;
 }
 
 /// The grid's tiles along x, y and z (z only for kernels with resident
@@ -556,7 +567,7 @@ private:
     for (Op *copy : onceCopies_)
       if (copy->kind == OpKind::TmaLoad && buffers.insert(copy->operands[0]).second)
         extra += passes::sharedBufferBytes(copy->operands[0]->type);
-    if (plannedSharedBytes() + extra > target_.sharedMemoryPerBlock(blocks))
+    if (plannedSharedBytes(kernel_) + extra + kReservedSharedBytes > target_.sharedMemoryPerBlock(blocks))
       return;
     for (Value *buffer : buffers)
       buffer->type.stages = 2;
@@ -572,24 +583,6 @@ private:
       at.setLoc(view->loc);
       view->operands[1] = at.value(OpKind::Rem, {consumerDone, at.constInt(2)}, i32());
     }
-  }
-
-  /// The shared bytes the kernel will need: its buffers, each aligned as
-  /// smem-plan aligns it, the staging tiles hopper-epilogue will add for
-  /// the stores marked for it, and the bytes hopper-layout keeps free.
-  int64_t plannedSharedBytes() {
-    int64_t end = kReservedSharedBytes;
-    walk(kernel_.body, [&](Op &op) {
-      if (passes::definesSharedBuffer(op))
-        end = passes::alignUp(end, passes::sharedAlignmentOf(op.result()->type)) +
-              passes::sharedBufferBytes(op.result()->type);
-      if (op.kind == OpKind::Store && op.strAttr("epilogue") == "tma") {
-        const Type &tile = op.operands[1]->type;
-        end = passes::alignUp(end, 1024) +
-              tile.shape[0] * op.intAttr("staging_cols", tile.shape[1]) * dtypeBytes(tile.dtype);
-      }
-    });
-    return end;
   }
 
   /// Whether the resident tiles may still be read once the consumer loop

@@ -517,10 +517,9 @@ private:
     }
     // Each addition goes out through a staging tile of its own, whole.
     for (Op *store : f.adds) {
-      const Type &tile = store->operands[1]->type;
       store->attrs["epilogue"] = Attr(std::string("tma"));
-      store->attrs["staging_cols"] = Attr(tile.shape[1]);
-      residentBytes += tile.numElements() * dtypeBytes(tile.dtype);
+      store->attrs["staging_cols"] = Attr(store->operands[1]->type.shape[1]);
+      residentBytes += passes::epilogueStagingBytes(*store);
     }
     kernel.warps = f.warps + 4;
 

@@ -102,6 +102,11 @@ int64_t sharedAlignmentOf(const Type &type) { return type.layout.kind == LayoutK
 
 int64_t alignUp(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
 
+int64_t epilogueStagingBytes(const Op &store) {
+  const Type &tile = store.operands[1]->type;
+  return tile.shape[0] * store.intAttr("staging_cols", tile.shape[1]) * dtypeBytes(tile.dtype);
+}
+
 bool definesSharedBuffer(const Op &op) {
   bool sharedResult = op.results.size() == 1 && op.result()->type.isShared();
   return op.kind == OpKind::SmemAlloc || (sharedResult && (op.kind == OpKind::Load || op.kind == OpKind::Convert));

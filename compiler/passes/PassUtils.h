@@ -58,6 +58,10 @@ int64_t alignUp(int64_t bytes, int64_t alignment);
 /// Whether `op` makes a shared buffer of its own (one smem-plan places):
 /// an allocation, or a load or conversion into shared memory.
 bool definesSharedBuffer(const ir::Op &op);
+/// Bytes of the staging tile hopper-epilogue makes for a store marked
+/// `epilogue = "tma"`: the tile's rows by `staging_cols` columns (all of
+/// them where unset), as a ring of one-panel slots.
+int64_t epilogueStagingBytes(const ir::Op &store);
 
 /// Clones, at `b`, the computation of `v` that lies in `loop`'s body, with
 /// its induction variable replaced by `k` (values from outside the body

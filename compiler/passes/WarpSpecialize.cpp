@@ -100,11 +100,8 @@ int64_t plannedSharedBytes(Kernel &kernel) {
     if (passes::definesSharedBuffer(op))
       end = passes::alignUp(end, passes::sharedAlignmentOf(op.result()->type)) +
             passes::sharedBufferBytes(op.result()->type);
-    if (op.kind == OpKind::Store && op.strAttr("epilogue") == "tma") {
-      const Type &tile = op.operands[1]->type;
-      end = passes::alignUp(end, 1024) +
-            tile.shape[0] * op.intAttr("staging_cols", tile.shape[1]) * dtypeBytes(tile.dtype);
-    }
+    if (op.kind == OpKind::Store && op.strAttr("epilogue") == "tma")
+      end = passes::alignUp(end, 1024) + passes::epilogueStagingBytes(op);
   });
   return end;
 }

@@ -21,9 +21,12 @@ struct Options {
   int64_t numSms = 3;
   /// How the roles of a block take turns: `Coarse`, a role runs until it
   /// must wait; `Fine`, the next role's turn comes after every mbarrier,
-  /// bulk copy, wgmma or barrier op. Two schedules find more orderings that
-  /// a pipeline wrongly relies on.
-  enum class Interleave { Coarse, Fine } interleave = Interleave::Coarse;
+  /// bulk copy, wgmma or barrier op; `Release`, after every mbarrier
+  /// arrival, so that the others run as far as they can the moment a role
+  /// releases something (a producer refills a slot released while the
+  /// releasing role still has products in flight). Each schedule finds
+  /// orderings that a pipeline wrongly relies on.
+  enum class Interleave { Coarse, Fine, Release } interleave = Interleave::Coarse;
   /// Whether ordinary accesses of shared memory by different threads must be
   /// ordered by `barrier` (true of IR after the barriers pass).
   bool checkBarriers = false;
@@ -40,7 +43,8 @@ struct Options {
 /// sm_90a: the warpgroup roles of a block run as cooperatively scheduled
 /// contexts that meet only through mbarriers, `barrier` and shared memory.
 /// The schedule is deterministic and lazy: a context runs until it must wait
-/// (or, with Interleave::Fine, until its next synchronising op), and bulk
+/// (or, with Interleave::Fine, until its next synchronising op, and with
+/// Interleave::Release until its next mbarrier arrival), and bulk
 /// tensor copies land only when no context can go on, one at a time in issue
 /// order; wgmma reads its shared operands when a wgmma_wait retires
 /// it. A wrong phase, slot, arrival or a missing wait thus shows up as a

@@ -188,6 +188,9 @@ Machine::Status Machine::runContext(Context &ctx) {
     ctx.state = Context::State::Ready;
     if (options_.interleave == Options::Interleave::Fine && synchronises(op.kind) && !ctx.stack.empty())
       return Status::Next; // the next role's turn
+    if (options_.interleave == Options::Interleave::Release && op.kind == OpKind::MbarrierArrive &&
+        !ctx.stack.empty())
+      return Status::Next;
   }
   ctx.state = Context::State::Done;
   // What a role leaves in flight would be lost or land after the block.

@@ -40,7 +40,9 @@ static cl::opt<interp::Options::Interleave> interleave(
     "interleave", cl::desc("How the warpgroup roles of a block take turns"),
     cl::values(clEnumValN(interp::Options::Interleave::Coarse, "coarse", "a role runs until it must wait (default)"),
                clEnumValN(interp::Options::Interleave::Fine, "fine",
-                          "the next role goes on after every mbarrier, bulk copy, wgmma or barrier op")),
+                          "the next role goes on after every mbarrier, bulk copy, wgmma or barrier op"),
+               clEnumValN(interp::Options::Interleave::Release, "release",
+                          "the next role goes on after every mbarrier arrival, running as far as it can")),
     cl::init(interp::Options::Interleave::Coarse));
 
 namespace {

@@ -36,7 +36,12 @@
 // B operand loaded before the loop, split a product of 64 rows between the
 // consumer warpgroups by columns (#acc<4xG>), and add a product's f32
 // result to a tensor in every iteration through the bulk copy engine
-// (marked like the epilogue's store).
+// (marked like the epilogue's store). Where hopper-pipeline will issue the
+// second of two products an iteration late (the attention forward's output
+// product) in a persistent kernel with resident tiles, below the preferred
+// depth, the tiles only that product reads get a ring of their own,
+// `hopper_slots` = `hopper_stages` + 1, as they stay taken an iteration
+// longer.
 //
 // Kernels with anything else (strips, other layouts, other products) are
 // left to the sm_80 path.
@@ -523,13 +528,32 @@ private:
     }
     kernel.warps = f.warps + 4;
 
-    int64_t stageBytes = 0;
-    for (Op *load : f.streamed)
-      stageBytes += passes::sharedBufferBytes(load->result()->type);
+    // A tile that only the product issued an iteration late reads stays
+    // taken an iteration longer than the others (see the rings below).
+    std::vector<Op *> late = passes::tilesReadAnIterationLate(*f.loop);
+    int64_t stageBytes = 0, lateBytes = 0;
+    for (Op *load : f.streamed) {
+      int64_t bytes = passes::sharedBufferBytes(load->result()->type);
+      stageBytes += bytes;
+      if (std::find(late.begin(), late.end(), load) != late.end())
+        lateBytes += bytes;
+    }
     int64_t asked = f.loop->intAttr("stages", 2);
     int blocks = intendedBlocksPerSm(f.warps);
-    int64_t fit = (target.sharedMemoryPerBlock(blocks) - kReservedSharedBytes - residentBytes) / stageBytes;
+    int64_t room = target.sharedMemoryPerBlock(blocks) - kReservedSharedBytes - residentBytes;
+    // A persistent kernel with resident tiles (the attention forward's
+    // query tile) runs below the preferred depth on rings of its own for
+    // the late tiles, a slot deeper than the others: the tiles the first
+    // product reads are released as soon as it is done, so that S + 1
+    // slots of the late tiles and S of the others run as far ahead as
+    // S + 1 shared slots, in a slot's less room, which warp-specialize
+    // gives the resident tiles (a second slot, the next tile's copy).
+    bool rings = kernel.persistent == 1 && !f.resident.empty() && !late.empty();
+    int64_t fit = (room - (rings ? lateBytes : 0)) / stageBytes;
     int64_t stages = std::max<int64_t>(asked, std::min<int64_t>(fit, kPreferredStages));
+    if (rings && stages < kPreferredStages && stages * stageBytes + lateBytes <= room)
+      for (Op *load : late)
+        load->attrs["hopper_slots"] = Attr(stages + 1);
     f.loop->attrs.erase("stages");
     f.loop->attrs["hopper_stages"] = Attr(stages);
   }

@@ -29,7 +29,13 @@
 // barrier of its own, waited for right before the tile is first read. With
 // exactly two products (scores, then the accumulator), the accumulator's
 // product moves one iteration later, behind the next scores, so that the
-// softmax between them overlaps it (see rotateDeferred). Tiles
+// softmax between them overlaps it (see rotateDeferred). The tiles only
+// that late product reads may have a ring of their own, one slot deeper
+// (`hopper_slots`, from hopper-layout): then each tile has its own slots
+// and `empty` barriers, the other tiles' slots are released as soon as the
+// product that reads them is done, and one `full` barrier per iteration,
+// as deep as the deepest ring, tracks all the copies (a late tile lands an
+// iteration before its product reads it). Tiles
 // that the products read but that were loaded once before the loop
 // (resident: the query tile) are copied by the producer first, on a
 // barrier of their own (`once`), and the consumer waits for them once.
@@ -80,6 +86,11 @@ public:
                  yield.operands.size() == 1 && yield.operands[0] == mmas_[0]->result();
     if (!chain)
       collectVectors();
+    for (Op *load : streamed_) {
+      slots_.push_back(load->intAttr("hopper_slots", stages_));
+      late_.push_back(load->hasAttr("hopper_slots"));
+    }
+    rings_ = !chain && vectors_.empty() && std::find(late_.begin(), late_.end(), true) != late_.end();
     // In a loop of several products each issued in its iteration (the
     // attention backward's), each tile gets a barrier of its own, so that a
     // product waits only for its operands: dP^T for dO, not S^T. A GEMM step
@@ -123,20 +134,29 @@ private:
     Block &outer = *loop_.parent;
     Builder b(outer, passes::positionOf(loop_));
     b.setLoc(loop_.loc);
-    for (Op *load : streamed_)
-      buffers_.push_back(staged(b, load, stages_, buffers_.empty() ? "a_buf" : "b_buf"));
+    for (size_t i = 0; i < streamed_.size(); ++i)
+      buffers_.push_back(staged(b, streamed_[i], slotsOf(i), buffers_.empty() ? "a_buf" : "b_buf"));
     for (Op *load : resident_)
       residentBuffers_.push_back(staged(b, load, 1, "once_buf"));
-    Type barType = Type::tile(DType::I32, {stages_, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1});
+    auto barriers = [&](int64_t slots) {
+      return Type::tile(DType::I32, {slots, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1});
+    };
     for (Op *load : vectors_)
       vectorBuffers_.push_back(passes::stagedVectorBuffer(b, *load, stages_));
+    // One `full` barrier for the tiles of an iteration counts as many
+    // iterations as the deepest ring: a tile in a shallower ring has been
+    // read and its slot released before its iteration's barrier is reused.
+    int64_t deepest = *std::max_element(slots_.begin(), slots_.end());
     for (size_t i = 0; i < (barrierPerTile ? streamed_.size() : 1); ++i) {
-      Value *full = b.value(OpKind::SmemAlloc, {}, barType);
+      Value *full = b.value(OpKind::SmemAlloc, {}, barriers(barrierPerTile ? slotsOf(i) : deepest));
       full->nameHint = barrierPerTile ? streamed_[i]->result()->nameHint + "_full" : "full";
       fulls_.push_back(full);
     }
-    empty_ = b.value(OpKind::SmemAlloc, {}, barType);
-    empty_->nameHint = "empty";
+    for (size_t i = 0; i < (rings_ ? streamed_.size() : 1); ++i) {
+      Value *empty = b.value(OpKind::SmemAlloc, {}, barriers(slotsOf(i)));
+      empty->nameHint = rings_ ? streamed_[i]->result()->nameHint + "_empty" : "empty";
+      empties_.push_back(empty);
+    }
     if (!resident_.empty()) {
       once_ = b.value(OpKind::SmemAlloc, {},
                       Type::tile(DType::I32, {1, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1}));
@@ -151,7 +171,8 @@ private:
     // Consumers release a slot one arrival per warp, or per lane where each
     // lane reads vectors from it itself (releaseSlot).
     int64_t releasers = consumerWarps_ * (vectors_.empty() ? 1 : kWarpLanes);
-    b.create(OpKind::MbarrierInit, {empty_}, {}, {{"count", Attr(releasers)}});
+    for (Value *empty : empties_)
+      b.create(OpKind::MbarrierInit, {empty}, {}, {{"count", Attr(releasers)}});
     if (once_)
       b.create(OpKind::MbarrierInit, {once_}, {}, {{"count", Attr(int64_t(1))}});
     b.create(OpKind::Barrier, {}, {});
@@ -183,7 +204,8 @@ private:
     Builder pb(*producer->body);
     pb.setLoc(loop_.loc);
     Value *it = iteration(pb, pk);
-    pb.create(OpKind::MbarrierWait, {empty_, it}, {}, {{"release", Attr(int64_t(1))}});
+    if (!rings_)
+      pb.create(OpKind::MbarrierWait, {empties_[0], it}, {}, {{"release", Attr(int64_t(1))}});
     // Each barrier expects the bytes of the tiles it tracks.
     std::vector<int64_t> expected(fulls_.size(), 0);
     for (size_t i = 0; i < streamed_.size(); ++i)
@@ -201,6 +223,8 @@ private:
     }
     for (size_t i = 0; i < streamed_.size(); ++i) {
       Op *load = streamed_[i];
+      if (rings_)
+        pb.create(OpKind::MbarrierWait, {empties_[i], it}, {}, {{"release", Attr(int64_t(1))}});
       if (fulls_.size() > 1 || i == 0)
         pb.create(OpKind::MbarrierExpectTx, {fulls_[fullIndex(i)], it}, {}, {{"bytes", Attr(expected[fullIndex(i)])}});
       std::vector<Value *> operands{buffers_[i], it, fulls_[fullIndex(i)], load->operands[0]};
@@ -230,14 +254,57 @@ private:
   /// The barrier of streamed tile i.
   size_t fullIndex(size_t i) const { return fulls_.size() > 1 ? i : 0; }
 
+  /// The slots of streamed tile i's ring: the loop's stages, or the
+  /// `hopper_slots` hopper-layout gave a tile that stays taken longer.
+  int64_t slotsOf(size_t i) const { return slots_[i]; }
+
+  /// Whether streamed tile i is read only by the product issued an
+  /// iteration late (with rings, released after it; see releaseTiles).
+  bool readLate(size_t i) const { return late_[i]; }
+
   /// The consumers' release of slot `it` (if `pred`). Where the slot holds
   /// vectors, which every lane reads itself, every lane arrives
   /// (`all_lanes`), each after its own reads.
-  void releaseSlot(Builder &b, Value *it, Value *pred) {
+  void releaseSlot(Builder &b, Value *it, Value *pred, Value *empty) {
     std::map<std::string, Attr> attrs;
     if (!vectors_.empty())
       attrs["all_lanes"] = Attr(int64_t(1));
-    b.create(OpKind::MbarrierArrive, {empty_, it, pred}, {}, attrs);
+    b.create(OpKind::MbarrierArrive, {empty, it, pred}, {}, attrs);
+  }
+
+  /// Releases slot `it` of the tiles that a deferred product reads: with a
+  /// ring per tile only the late tiles' rings (the others were released
+  /// after their products, releaseEarlyTiles), else the one shared slot.
+  void releaseTiles(Builder &b, Value *it, Value *pred) {
+    if (!rings_) {
+      releaseSlot(b, it, pred, empties_[0]);
+      return;
+    }
+    for (size_t i = 0; i < streamed_.size(); ++i)
+      if (readLate(i))
+        releaseSlot(b, it, pred, empties_[i]);
+  }
+
+  /// With a ring per tile, a tile that a product waited for within the
+  /// iteration reads is released right after that wait, before the work
+  /// that follows it.
+  void releaseEarlyTiles(const std::vector<Value *> &issued) {
+    Block &body = *loop_.body;
+    for (size_t i = 0; i < streamed_.size(); ++i) {
+      if (readLate(i))
+        continue;
+      auto reader = std::find_if(issued.begin(), issued.end(),
+                                 [&](Value *product) { return passes::reads(*product->definingOp, views_[i]); });
+      if (reader == issued.end())
+        continue;
+      auto wait = std::find_if(body.ops.begin(), body.ops.end(), [&](const std::unique_ptr<Op> &op) {
+        return op->kind == OpKind::WgmmaWait && passes::reads(*op, *reader);
+      });
+      Builder at(body, wait == body.ops.end() ? std::prev(body.ops.end()) : std::next(wait));
+      at.setLoc(loop_.loc);
+      Value *always = at.value(OpKind::Const, {}, Type::scalar(DType::I1), {{"value", Attr(int64_t(1))}});
+      releaseSlot(at, it_, always, empties_[i]);
+    }
   }
 
   /// The consumer is the original loop: it waits for the resident tiles
@@ -264,12 +331,21 @@ private:
     it_ = iteration(cb, body.args[0].get());
     if (fulls_.size() == 1)
       cb.create(OpKind::MbarrierWait, {fulls_[0], it_}, {}, {{"release", Attr(int64_t(0))}});
-    Value *slot = cb.value(OpKind::Rem, {it_, cb.constInt(stages_)}, scalarI32());
-    slot->nameHint = "slot";
+    // Slot it % S of each ring (one value per ring size).
+    std::map<int64_t, Value *> slots;
+    auto slotOf = [&](int64_t ring) {
+      Value *&slot = slots[ring];
+      if (!slot) {
+        slot = cb.value(OpKind::Rem, {it_, cb.constInt(ring)}, scalarI32());
+        slot->nameHint = "slot";
+      }
+      return slot;
+    };
+    Value *slot = slotOf(stages_);
     for (size_t i = 0; i < streamed_.size(); ++i) {
       if (fulls_.size() > 1)
         tileWaits_.push_back(cb.create(OpKind::MbarrierWait, {fulls_[i], it_}, {}, {{"release", Attr(int64_t(0))}}));
-      Value *view = cb.value(OpKind::StageView, {buffers_[i], slot}, streamed_[i]->result()->type);
+      Value *view = cb.value(OpKind::StageView, {buffers_[i], slotOf(slotsOf(i))}, streamed_[i]->result()->type);
       view->nameHint = streamed_[i]->result()->nameHint;
       replaceAllUsesIn(body, streamed_[i]->result(), view);
       views_.push_back(view);
@@ -382,7 +458,7 @@ private:
     at.create(OpKind::WgmmaWait, {}, {}, {{"pending", Attr(int64_t(1))}});
     Value *prev = at.value(OpKind::Sub, {it_, at.constInt(1)}, scalarI32());
     Value *hasPrev = at.value(OpKind::Gt, {it_, base_}, Type::scalar(DType::I1));
-    releaseSlot(at, prev, hasPrev);
+    releaseSlot(at, prev, hasPrev, empties_[0]);
   }
 
   /// Several products with work between them (attention): each issued as
@@ -414,11 +490,13 @@ private:
     }
     for (Value *product : awaited)
       waitBeforeFirstUse(product);
+    if (rings_)
+      releaseEarlyTiles(issued);
     if (deferredArgs.empty()) {
       Builder end(body, std::prev(body.ops.end()));
       end.setLoc(loop_.loc);
       Value *always = end.value(OpKind::Const, {}, Type::scalar(DType::I1), {{"value", Attr(int64_t(1))}});
-      releaseSlot(end, it_, always);
+      releaseTiles(end, it_, always);
       dropLoads();
       return;
     }
@@ -434,7 +512,7 @@ private:
     Op *deferredWait = at.create(OpKind::WgmmaWait, deferredArgs, {}, {{"pending", Attr(newer)}});
     Value *prev = at.value(OpKind::Sub, {it_, at.constInt(1)}, scalarI32());
     Value *hasPrev = at.value(OpKind::Gt, {it_, base_}, Type::scalar(DType::I1));
-    releaseSlot(at, prev, hasPrev);
+    releaseTiles(at, prev, hasPrev);
     dropLoads();
 
     if (issued.size() == 2 && deferredArgs.size() == 1 && isDeferred(yield, body, issued[1], deferredArgs))
@@ -442,6 +520,9 @@ private:
                                           deferredArgs.front(), deferredResults.front())) {
         if (consumerWarps_ >= 8)
           takeTurns(*issued[0]->definingOp, *rotated->definingOp);
+        // (With a ring of its own, the late tile's slot in this iteration
+        // has no reader left.)
+        removeDeadScalars(body);
         // After the last product and its commit.
         releaseAfterLoop({rotated}, std::next(passes::positionOf(*rotated->definingOp), 2));
         return;
@@ -469,7 +550,7 @@ private:
     Value *lastIt = after.value(OpKind::Add, {lastRel, base_}, scalarI32());
     lastIt->nameHint = "it_last";
     Value *any = after.value(OpKind::Gt, {count, after.constInt(0)}, Type::scalar(DType::I1));
-    releaseSlot(after, lastIt, any);
+    releaseTiles(after, lastIt, any);
   }
 
   /// Software-pipelines the deferred product (the output accumulator,
@@ -754,7 +835,17 @@ private:
   /// a slot or one per tile; `empty`: consumers done) and the resident
   /// tiles' one.
   std::vector<Value *> fulls_;
-  Value *empty_ = nullptr, *once_ = nullptr;
+  /// `empty`: one for all the tiles of a slot, or with rings_ one per tile.
+  std::vector<Value *> empties_;
+  Value *once_ = nullptr;
+  /// Whether each streamed tile has a ring of its own (`hopper_slots` on a
+  /// tile read an iteration late): its own slots, `full` and `empty`
+  /// barriers, released after the product that reads it.
+  bool rings_ = false;
+  /// Per streamed tile (kept after the loads go): its ring's slots, and
+  /// whether only the late product reads it.
+  std::vector<int64_t> slots_;
+  std::vector<bool> late_;
   /// In the consumer: each streamed tile's view of its slot and, with a
   /// barrier per tile, the wait for it.
   std::vector<Value *> views_;

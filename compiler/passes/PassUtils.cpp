@@ -107,6 +107,52 @@ int64_t epilogueStagingBytes(const Op &store) {
   return tile.shape[0] * store.intAttr("staging_cols", tile.shape[1]) * dtypeBytes(tile.dtype);
 }
 
+namespace {
+std::vector<Op *> productsOf(Block &body) {
+  std::vector<Op *> mmas;
+  for (auto &op : body.ops)
+    if (op->kind == OpKind::Mma)
+      mmas.push_back(op.get());
+  return mmas;
+}
+
+bool onlyFeedsYield(const Op &mma, UseCounts &uses, const Op &yield) {
+  return uses[mma.result()] == 1 && reads(yield, mma.result());
+}
+} // namespace
+
+bool issuesSecondProductLate(Op &loop) {
+  Block &body = *loop.body;
+  std::vector<Op *> mmas = productsOf(body);
+  if (mmas.size() != 2 || body.ops.empty() || body.ops.back()->kind != OpKind::Yield)
+    return false;
+  UseCounts uses = countUses(body);
+  const Op &yield = *body.ops.back();
+  return onlyFeedsYield(*mmas[1], uses, yield) && !onlyFeedsYield(*mmas[0], uses, yield);
+}
+
+std::vector<Op *> tilesReadAnIterationLate(Op &loop) {
+  if (!issuesSecondProductLate(loop))
+    return {};
+  Block &body = *loop.body;
+  std::vector<Op *> late;
+  UseCounts uses = countUses(body);
+  Op *second = productsOf(body)[1];
+  for (auto &op : body.ops) {
+    if (op->kind != OpKind::Load)
+      continue;
+    Value *tile = op->result();
+    if (isStageableVector(tile->type))
+      return {};
+    if (!tile->type.isShared() || !reads(*second, tile))
+      continue;
+    if (uses[tile] != 1) // read by the first product too
+      return {};
+    late.push_back(op.get());
+  }
+  return late;
+}
+
 bool definesSharedBuffer(const Op &op) {
   bool sharedResult = op.results.size() == 1 && op.result()->type.isShared();
   return op.kind == OpKind::SmemAlloc || (sharedResult && (op.kind == OpKind::Load || op.kind == OpKind::Convert));

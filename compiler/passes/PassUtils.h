@@ -63,6 +63,19 @@ bool definesSharedBuffer(const ir::Op &op);
 /// them where unset), as a ring of one-panel slots.
 int64_t epilogueStagingBytes(const ir::Op &store);
 
+/// Whether hopper-pipeline issues the second of a loop's products an
+/// iteration late, behind the next iteration's first (the attention
+/// forward's output product behind the next scores): the body has exactly
+/// two products, the second feeds only the next iteration, the first does
+/// not.
+bool issuesSecondProductLate(ir::Op &loop);
+/// The shared tiles such a loop loads that only its late product reads (the
+/// attention forward's value tiles): each stays taken an iteration longer
+/// than the tiles the first product reads. Empty for any other loop, and
+/// for one that also loads register vectors (those share one release per
+/// slot with the tiles).
+std::vector<ir::Op *> tilesReadAnIterationLate(ir::Op &loop);
+
 /// Clones, at `b`, the computation of `v` that lies in `loop`'s body, with
 /// its induction variable replaced by `k` (values from outside the body
 /// are used as they are), memoised in `cloned`: how a pipeline computes a

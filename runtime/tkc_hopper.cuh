@@ -8,6 +8,17 @@
 
 namespace tkc {
 
+// --- addresses -------------------------------------------------------------------
+
+/// smem_address, kept in a register once computed: the address of the
+/// shared-memory symbol is otherwise recomputed from the block's cluster id
+/// (S2UR, long latency) where the loops use it, at every iteration.
+__device__ __forceinline__ uint32_t kept_smem_address(const void *ptr) {
+  uint32_t address = smem_address(ptr);
+  asm volatile("" : "+r"(address));
+  return address;
+}
+
 // --- mbarriers ------------------------------------------------------------------
 
 /// Sets up the mbarrier at `bar` to complete a phase after `count` arrivals.

@@ -839,8 +839,9 @@ private:
   std::vector<Value *> empties_;
   Value *once_ = nullptr;
   /// Whether each streamed tile has a ring of its own (`hopper_slots` on a
-  /// tile read an iteration late): its own slots, `full` and `empty`
-  /// barriers, released after the product that reads it.
+  /// tile read an iteration late): its own slots and `empty` barriers,
+  /// released after the product that reads it (one `full` barrier per
+  /// iteration still tracks them all).
   bool rings_ = false;
   /// Per streamed tile (kept after the loads go): its ring's slots, and
   /// whether only the late product reads it.

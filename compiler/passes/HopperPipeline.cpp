@@ -713,12 +713,7 @@ private:
   /// Whether scheduleProducts will rotate the second of two products (see
   /// rotateDeferred): the second only feeds the next iteration, the first
   /// does not.
-  bool rotatesDeferred() const {
-    if (mmas_.size() != 2)
-      return false;
-    passes::UseCounts uses = passes::countUses(*loop_.body);
-    return onlyFeedsNextIteration(*mmas_[1], uses) && !onlyFeedsNextIteration(*mmas_[0], uses);
-  }
+  bool rotatesDeferred() const { return passes::issuesSecondProductLate(loop_); }
 
   /// Whether `v` is a product left in flight: one yielded for a loop-carried
   /// value in `deferredArgs`.

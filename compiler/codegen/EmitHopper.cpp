@@ -169,6 +169,19 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     for (const Value *acc : op.operands)
       out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) tkc::fence_operand({}[x]);", fragment(acc->type).count(),
                 name(acc));
+    // An A fragment loaded once from shared memory (hopper-operand-registers)
+    // is read by an ordinary instruction once its product has retired, in
+    // every iteration: see tkc::keep_fragment (`warp`, never negative, comes
+    // through a shuffle in kernels with wgmma, opaque to ptxas).
+    for (const Value *acc : op.operands) {
+      const Op *product = acc->definingOp;
+      const Value *a = product && product->kind == OpKind::Wgmma ? product->operands[0] : nullptr;
+      if (a && a->type.isRegister() && a->definingOp && a->definingOp->kind == OpKind::Convert &&
+          a->definingOp->operands[0]->type.isShared())
+        out_.line("TKC_UNROLL for (int x = 0; x < {}; x += 4) tkc::keep_fragment({}[x], {}[x + 1], {}[x + 2], {}[x + 3], "
+                  "warp, {});",
+                  operandACount(a->type), name(a), name(a), name(a), name(a), name(a->definingOp->operands[0]));
+    }
     return true;
   case OpKind::SmemStore:
     return emitSmemStore(op);

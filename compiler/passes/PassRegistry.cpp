@@ -15,6 +15,7 @@ std::unique_ptr<Pass> createHopperLayoutPass();
 std::unique_ptr<Pass> createHopperPipelinePass();
 std::unique_ptr<Pass> createWarpSpecializePass();
 std::unique_ptr<Pass> createHopperEpiloguePass();
+std::unique_ptr<Pass> createHopperOperandRegistersPass();
 
 namespace {
 using Factory = std::unique_ptr<Pass> (*)();
@@ -25,7 +26,8 @@ constexpr std::pair<const char *, Factory> kPasses[] = {
     {"smem-plan", createSmemPlanPass},  {"barriers", createBarriersPass},
     // sm_90a only (no-ops for older targets).
     {"hopper-layout", createHopperLayoutPass}, {"hopper-pipeline", createHopperPipelinePass},
-    {"warp-specialize", createWarpSpecializePass}, {"hopper-epilogue", createHopperEpiloguePass},
+    {"warp-specialize", createWarpSpecializePass}, {"hopper-operand-registers", createHopperOperandRegistersPass},
+    {"hopper-epilogue", createHopperEpiloguePass},
 };
 } // namespace
 
@@ -50,7 +52,7 @@ std::vector<std::unique_ptr<Pass>> createPipeline() {
   // run after the last `fold`, whose dead-code sweep knows nothing of the ops
   // they introduce.
   for (const char *name : {"fold", "tail", "layout", "hopper-layout", "pipeline", "fold", "hopper-pipeline",
-                           "warp-specialize", "hopper-epilogue", "smem-plan", "barriers"})
+                           "warp-specialize", "hopper-operand-registers", "hopper-epilogue", "smem-plan", "barriers"})
     passes.push_back(createPass(name));
   return passes;
 }

@@ -44,19 +44,11 @@ using namespace ir;
 /// that holds it (a persistent tile loop, the consumers' loop over K) or
 /// after the store itself, when that sits in a consumer role; else null.
 Op *drainPoint(Kernel &kernel, Op &store) {
-  Op *top = &store;
-  while (top->parent && top->parent->parentOp)
-    top = top->parent->parentOp;
-  if (top->parent != &kernel.body)
+  Op &top = passes::topLevelOp(store);
+  if (top.parent != &kernel.body)
     return nullptr;
-  const Op *role = nullptr;
-  for (auto &o : kernel.body.ops) {
-    if (o.get() == top)
-      return role && role->kind == OpKind::WarpgroupRole && role->strAttr("role") == "consumer" ? top : nullptr;
-    if (o->kind == OpKind::WarpgroupRole || o->kind == OpKind::WarpgroupRoleEnd)
-      role = o.get();
-  }
-  return nullptr;
+  const Op *role = passes::roleOf(kernel, top);
+  return role && role->strAttr("role") == "consumer" ? &top : nullptr;
 }
 
 /// After `last`, every copy has written its tile: none is in flight when

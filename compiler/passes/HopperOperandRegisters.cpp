@@ -116,22 +116,10 @@ Op *onlyReaderAsA(Kernel &kernel, const Op &view) {
   return qualifies ? reader : nullptr;
 }
 
-/// The registers of the consumer role that `op` (a top-level op of the
-/// kernel body or one nested in it) runs in, or 0 outside one.
-int64_t consumerRegisters(Kernel &kernel, const Op &op) {
-  const Op *top = &op;
-  while (top->parent && top->parent->parentOp)
-    top = top->parent->parentOp;
-  const Op *role = nullptr;
-  for (auto &o : kernel.body.ops) {
-    if (o.get() == top)
-      break;
-    if (o->kind == OpKind::WarpgroupRole || o->kind == OpKind::WarpgroupRoleEnd)
-      role = o.get();
-  }
-  if (!role || role->kind != OpKind::WarpgroupRole || role->strAttr("role") != "consumer")
-    return 0;
-  return role->intAttr("regs");
+/// The registers of the consumer role that `op` runs in, or 0 outside one.
+int64_t consumerRegisters(const Kernel &kernel, Op &op) {
+  const Op *role = passes::roleOf(kernel, op);
+  return role && role->strAttr("role") == "consumer" ? role->intAttr("regs") : 0;
 }
 
 void convertResidentOperands(Kernel &kernel) {

@@ -165,6 +165,25 @@ bool isInside(const Op &op, const Op &loop) {
   return false;
 }
 
+Op &topLevelOp(Op &op) {
+  Op *top = &op;
+  while (top->parent && top->parent->parentOp)
+    top = top->parent->parentOp;
+  return *top;
+}
+
+const Op *roleOf(const Kernel &kernel, Op &op) {
+  const Op *top = &topLevelOp(op);
+  const Op *marker = nullptr;
+  for (auto &o : kernel.body.ops) {
+    if (o.get() == top)
+      return marker && marker->kind == OpKind::WarpgroupRole ? marker : nullptr;
+    if (o->kind == OpKind::WarpgroupRole || o->kind == OpKind::WarpgroupRoleEnd)
+      marker = o.get();
+  }
+  return nullptr;
+}
+
 bool isStageableVector(const Type &type) {
   return type.isRegister() && type.dtype == DType::F32 && type.shape.size() == 1 &&
          (type.layout.kind == LayoutKind::AccCol || type.layout.kind == LayoutKind::AccRow);

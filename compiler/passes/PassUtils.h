@@ -86,6 +86,13 @@ ir::Value *cloneForIteration(ir::Builder &b, ir::Op &loop, ir::Value *v, ir::Val
 /// True if `op` is nested (at any depth) inside the body of `loop`.
 bool isInside(const ir::Op &op, const ir::Op &loop);
 
+/// The op of the kernel body that holds `op` (`op` itself at the top level).
+ir::Op &topLevelOp(ir::Op &op);
+
+/// The `warpgroup_role` whose region holds `op` (after warp-specialize), or
+/// null where no role's region does.
+const ir::Op *roleOf(const ir::Kernel &kernel, ir::Op &op);
+
 /// The integer held by a `const` op defining `v`, if any.
 std::optional<int64_t> constantIntOf(const ir::Value *v);
 

@@ -9,8 +9,11 @@
 // elements of A beside N x 16 of B. Where N is at most 32, A is at least
 // two thirds of those bytes, and shared memory, not the tensor cores, paces
 // the loop (the attention backward's dK/dV kernel: K Q^T and V dO^T on
-// 32-query tiles). Such a tile becomes a `convert` to the A-fragment layout right
-// after its `stage_view`, read by every product of the loop.
+// 32-query tiles). Such a tile, read by that one product alone, becomes a
+// `convert` to the A-fragment layout right after its `stage_view` (after the
+// wait for its copy), which the product reads instead. Codegen keeps the
+// fragments live with a read after the wait that retires the product (see
+// tkc::keep_fragment): one reader makes that wait the place.
 //
 // The fragments stay live across the whole loop: a tile qualifies only
 // while the loop's carried tiles, the products it computes afresh in each
@@ -91,8 +94,7 @@ bool isWithin(const Op &op, const Block &block) {
 
 /// The product that alone reads `view`, as its untransposed A operand, with
 /// 16 rows a warp and at most kMaxProductColumns columns, inside a loop
-/// below the view; or null. (With one reader, the wait that retires it is
-/// where codegen redefines the fragments, see tkc::keep_fragment.)
+/// below the view; or null.
 Op *onlyReaderAsA(Kernel &kernel, const Op &view) {
   const Value *tile = view.result();
   Op *reader = nullptr;

@@ -142,14 +142,12 @@ void KernelEmitter::emitLoadOperandA(const Value *smem, const Type &regType, con
   std::string row = fmt::format("{} * {} + i * 16 + lane % 16", warpCoords(regType.layout).row, wm);
   // Lanes 0-15 point at the rows of k 0-7, lanes 16-31 at those of k 8-15:
   // the four 8x8 matrices are the fragment's a0-a3.
-  if (smem->type.layout.kind == LayoutKind::Swizzle128) {
+  std::string address = smemRowAddress(name(smem), smem->type, row, "kk * 2 + lane / 16");
+  if (smem->type.layout.kind == LayoutKind::Swizzle128) { // wgmma's panels (sm_90a)
     out_.line("const int row = {}, col = kk * 16 + lane / 16 * 8;", row);
-    out_.line("tkc::ldmatrix_x4({0}[f * 4], {0}[f * 4 + 1], {0}[f * 4 + 2], {0}[f * 4 + 3], {1});", dst,
-              panelAddress(name(smem), smem->type));
-  } else {
-    out_.line("tkc::ldmatrix_x4({0}[f * 4], {0}[f * 4 + 1], {0}[f * 4 + 2], {0}[f * 4 + 3], {1});", dst,
-              smemRowAddress(name(smem), smem->type, row, "kk * 2 + lane / 16"));
+    address = panelAddress(name(smem), smem->type);
   }
+  out_.line("tkc::ldmatrix_x4({0}[f * 4], {0}[f * 4 + 1], {0}[f * 4 + 2], {0}[f * 4 + 3], {1});", dst, address);
   out_.close();
 }
 

@@ -172,15 +172,27 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     // An A fragment loaded once from shared memory (hopper-operand-registers)
     // is read by an ordinary instruction once its product has retired, in
     // every iteration: see tkc::keep_fragment (`warp`, never negative, comes
-    // through a shuffle in kernels with wgmma, opaque to ptxas).
+    // through a shuffle in kernels with wgmma, opaque to ptxas). So is one
+    // made in the loop body when code that defines values runs between its
+    // product and this wait with no branch between them: ptxas (CUDA 13.0)
+    // gave such fragment registers to that code while the product still
+    // read them (the attention forward compiled with its loop body unsplit
+    // wrote wrong outputs; with a branch between, ptxas waits for the
+    // product at the branch).
     for (const Value *acc : op.operands) {
       const Op *product = acc->definingOp;
       const Value *a = product && product->kind == OpKind::Wgmma ? product->operands[0] : nullptr;
-      if (a && a->type.isRegister() && a->definingOp && a->definingOp->kind == OpKind::Convert &&
-          a->definingOp->operands[0]->type.isShared())
-        out_.line("TKC_UNROLL for (int x = 0; x < {}; x += 4) tkc::keep_fragment({}[x], {}[x + 1], {}[x + 2], {}[x + 3], "
-                  "warp, {});",
-                  operandACount(a->type), name(a), name(a), name(a), name(a), name(a->definingOp->operands[0]));
+      if (!a || !a->type.isRegister())
+        continue;
+      if (a->definingOp && a->definingOp->kind == OpKind::Convert && a->definingOp->operands[0]->type.isShared()) {
+        emitKeepFragment(a, name(a->definingOp->operands[0]));
+        continue;
+      }
+      auto pending = registerProducts_.find(product);
+      if (pending != registerProducts_.end() && pending->second)
+        emitKeepFragment(a, "0u");
+      if (pending != registerProducts_.end())
+        registerProducts_.erase(pending);
     }
     return true;
   case OpKind::SmemStore:
@@ -500,6 +512,12 @@ void KernelEmitter::findWgmmaSchedule() {
 /// memory (K-major panels, or an M-major panel per warpgroup for a [K, M]
 /// tile read transposed, `trans_a`) or from registers in the A-fragment
 /// layout; B is K-major ([N, K], `trans_b`) or N-major ([K, N]) panels.
+void KernelEmitter::emitKeepFragment(const Value *fragment, const std::string &sharedAddress) {
+  out_.line("TKC_UNROLL for (int x = 0; x < {}; x += 4) tkc::keep_fragment({}[x], {}[x + 1], {}[x + 2], {}[x + 3], "
+            "warp, {});",
+            operandACount(fragment->type), name(fragment), name(fragment), name(fragment), name(fragment), sharedAddress);
+}
+
 bool KernelEmitter::emitWgmma(const Op &op) {
   const Value *a = op.operands[0];
   const Value *b = op.operands[1];
@@ -515,6 +533,8 @@ bool KernelEmitter::emitWgmma(const Op &op) {
       acc.shape[0] != 16 * acc.layout.warpsM || (byColumns && (acc.layout.warpsM != 4 || aInRegisters)))
     return unsupported(op, "wgmma on these operands");
   bool transA = !aInRegisters && op.intAttr("trans_a") != 0;
+  if (aInRegisters && !(a->definingOp && a->definingOp->kind == OpKind::Convert && a->definingOp->operands[0]->type.isShared()))
+    registerProducts_[&op] = false;
   int64_t n = acc.shape[1] / acc.layout.warpsN, k = a->type.shape[transA ? 0 : 1];
   const char *type = a->type.dtype == DType::BF16 ? "bf16" : "f16";
   int64_t elem = dtypeBytes(a->type.dtype);

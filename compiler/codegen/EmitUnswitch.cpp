@@ -133,6 +133,8 @@ bool KernelEmitter::isMaskLike(const Op &op) const {
 
 void KernelEmitter::emitLoopBody(const Op &loop, Block::OpList::const_iterator from, bool split) {
   const Block &body = *loop.body;
+  // A branch lies between what came before and this code.
+  registerProducts_.clear();
   // Each op's position, and how many products run from it to the end.
   std::map<const Op *, int> position;
   std::vector<int> productsFrom(body.ops.size() + 1, 0);

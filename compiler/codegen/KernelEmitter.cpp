@@ -247,6 +247,9 @@ bool KernelEmitter::emitOp(const Op &op) {
   }
   if (op.kind != OpKind::Const && op.kind != OpKind::BlockId && op.kind != OpKind::Yield && op.kind != OpKind::Grid)
     comment(op);
+  if (!op.results.empty() && op.kind != OpKind::Wgmma)
+    for (auto &product : registerProducts_)
+      product.second = true;
   switch (op.kind) {
   case OpKind::Const:
   case OpKind::BlockId:

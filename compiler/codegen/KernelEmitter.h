@@ -135,6 +135,8 @@ private:
   // EmitHopper.cpp (sm_90a)
   bool emitHopperOp(const ir::Op &op);
   bool emitWgmma(const ir::Op &op);
+  /// Reads an A fragment after the wait that retires its product (tkc::keep_fragment).
+  void emitKeepFragment(const ir::Value *fragment, const std::string &sharedAddress);
   bool emitSmemStore(const ir::Op &op);
   bool emitTmaStore(const ir::Op &op);
   bool emitWarpCopy(const ir::Op &op);
@@ -178,6 +180,10 @@ private:
   /// Zero fills that only start one wgmma product while others are in
   /// flight: its first k16 step ignores the accumulator (scale-d = 0).
   std::set<const ir::Op *> freshAccumulators_;
+  /// Products reading A from registers issued in the straight-line code of
+  /// the loop body being emitted, each with whether ops defining values
+  /// came after it: their waits keep the fragments (see WgmmaWait).
+  std::map<const ir::Op *, bool> registerProducts_;
   /// wgmma waits that close a window of work overlapping the products in
   /// flight: each opens the tail-unswitched part of a loop body that has one.
   std::set<const ir::Op *> windowClosingWaits_;

@@ -20,6 +20,13 @@ namespace tkc::codegen {
 using namespace ir;
 
 namespace {
+
+/// An A fragment loaded once from a shared tile (hopper-operand-registers'
+/// `convert`), as opposed to one made from values in registers.
+bool isResidentFragment(const Value *a) {
+  return a->definingOp && a->definingOp->kind == OpKind::Convert && a->definingOp->operands[0]->type.isShared();
+}
+
 /// Rows of a tile that one consumer warpgroup owns.
 constexpr int64_t kWarpgroupRows = 64;
 /// The named barrier at which every warp of a role meets.
@@ -184,7 +191,7 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
       const Value *a = product && product->kind == OpKind::Wgmma ? product->operands[0] : nullptr;
       if (!a || !a->type.isRegister())
         continue;
-      if (a->definingOp && a->definingOp->kind == OpKind::Convert && a->definingOp->operands[0]->type.isShared()) {
+      if (isResidentFragment(a)) {
         emitKeepFragment(a, name(a->definingOp->operands[0]));
         continue;
       }
@@ -507,17 +514,17 @@ void KernelEmitter::findWgmmaSchedule() {
   }
 }
 
-/// One warpgroup multiplies its 64 rows of the tile: K/16 wgmma
-/// instructions of m64nNk16, accumulating in place. A comes from shared
-/// memory (K-major panels, or an M-major panel per warpgroup for a [K, M]
-/// tile read transposed, `trans_a`) or from registers in the A-fragment
-/// layout; B is K-major ([N, K], `trans_b`) or N-major ([K, N]) panels.
 void KernelEmitter::emitKeepFragment(const Value *fragment, const std::string &sharedAddress) {
   out_.line("TKC_UNROLL for (int x = 0; x < {}; x += 4) tkc::keep_fragment({}[x], {}[x + 1], {}[x + 2], {}[x + 3], "
             "warp, {});",
             operandACount(fragment->type), name(fragment), name(fragment), name(fragment), name(fragment), sharedAddress);
 }
 
+/// One warpgroup multiplies its 64 rows of the tile: K/16 wgmma
+/// instructions of m64nNk16, accumulating in place. A comes from shared
+/// memory (K-major panels, or an M-major panel per warpgroup for a [K, M]
+/// tile read transposed, `trans_a`) or from registers in the A-fragment
+/// layout; B is K-major ([N, K], `trans_b`) or N-major ([K, N]) panels.
 bool KernelEmitter::emitWgmma(const Op &op) {
   const Value *a = op.operands[0];
   const Value *b = op.operands[1];
@@ -533,7 +540,7 @@ bool KernelEmitter::emitWgmma(const Op &op) {
       acc.shape[0] != 16 * acc.layout.warpsM || (byColumns && (acc.layout.warpsM != 4 || aInRegisters)))
     return unsupported(op, "wgmma on these operands");
   bool transA = !aInRegisters && op.intAttr("trans_a") != 0;
-  if (aInRegisters && !(a->definingOp && a->definingOp->kind == OpKind::Convert && a->definingOp->operands[0]->type.isShared()))
+  if (aInRegisters && !isResidentFragment(a))
     registerProducts_[&op] = false;
   int64_t n = acc.shape[1] / acc.layout.warpsN, k = a->type.shape[transA ? 0 : 1];
   const char *type = a->type.dtype == DType::BF16 ? "bf16" : "f16";

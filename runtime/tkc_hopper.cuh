@@ -208,13 +208,13 @@ template <int Pending> __device__ __forceinline__ void wgmma_wait() {
 /// a wgmma fence or wait.
 __device__ __forceinline__ void fence_operand(float &r) { asm volatile("" : "+f"(r)::"memory"); }
 
-/// Reads four registers of an A fragment after the wait that retires its
-/// product, with a shared store that never runs (`never_negative` is never
-/// below zero; ptxas cannot know). Read only by wgmma, such registers were
-/// given to other values by ptxas (CUDA 13.0): those of a fragment loaded
-/// once before a loop once its product had retired (the next iteration's
-/// product read garbage), and those of one made in the loop body while its
-/// product was still in flight. A read by an ordinary instruction keeps them.
+/// Reads four registers of an A fragment that a loop's products read and
+/// that was loaded once before the loop, with a shared store that never runs
+/// (`never_negative` is never below zero; ptxas cannot know). Read only by
+/// wgmma inside the loop, such registers were reused there by ptxas
+/// (CUDA 13.0) once the product reading them had retired, and the next
+/// iteration's product read garbage; a read by an ordinary instruction
+/// keeps them live across the loop.
 __device__ __forceinline__ void keep_fragment(uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3, int never_negative,
                                               uint32_t addr) {
   asm volatile("{\n.reg .pred p;\nsetp.lt.s32 p, %4, 0;\n@p st.shared.v4.b32 [%5], {%0, %1, %2, %3};\n}\n" ::"r"(r0),

@@ -179,27 +179,16 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     // An A fragment loaded once from shared memory (hopper-operand-registers)
     // is read by an ordinary instruction once its product has retired, in
     // every iteration: see tkc::keep_fragment (`warp`, never negative, comes
-    // through a shuffle in kernels with wgmma, opaque to ptxas). So is one
-    // made in the loop body when code that defines values runs between its
-    // product and this wait with no branch between them: ptxas (CUDA 13.0)
-    // gave such fragment registers to that code while the product still
-    // read them (the attention forward compiled with its loop body unsplit
-    // wrote wrong outputs; with a branch between, ptxas waits for the
-    // product at the branch).
+    // through a shuffle in kernels with wgmma, opaque to ptxas).
     for (const Value *acc : op.operands) {
       const Op *product = acc->definingOp;
       const Value *a = product && product->kind == OpKind::Wgmma ? product->operands[0] : nullptr;
-      if (!a || !a->type.isRegister())
-        continue;
-      if (isResidentFragment(a)) {
-        emitKeepFragment(a, name(a->definingOp->operands[0]));
-        continue;
-      }
-      auto pending = registerProducts_.find(product);
-      if (pending != registerProducts_.end() && pending->second)
-        emitKeepFragment(a, "0u");
-      if (pending != registerProducts_.end())
-        registerProducts_.erase(pending);
+      if (a && a->type.isRegister() && isResidentFragment(a))
+        out_.line("TKC_UNROLL for (int x = 0; x < {}; x += 4) tkc::keep_fragment({}[x], {}[x + 1], {}[x + 2], {}[x + 3], "
+                  "warp, {});",
+                  operandACount(a->type), name(a), name(a), name(a), name(a), name(a->definingOp->operands[0]));
+      if (product)
+        retireRegisterProduct(*product);
     }
     return true;
   case OpKind::SmemStore:
@@ -514,10 +503,44 @@ void KernelEmitter::findWgmmaSchedule() {
   }
 }
 
-void KernelEmitter::emitKeepFragment(const Value *fragment, const std::string &sharedAddress) {
-  out_.line("TKC_UNROLL for (int x = 0; x < {}; x += 4) tkc::keep_fragment({}[x], {}[x + 1], {}[x + 2], {}[x + 3], "
-            "warp, {});",
-            operandACount(fragment->type), name(fragment), name(fragment), name(fragment), name(fragment), sharedAddress);
+/// A product that reads A from registers made in the loop body, and the
+/// wait that retires it, in one stretch of straight-line code with other
+/// code between them: ptxas (CUDA 13.0) gave the fragment's registers to
+/// that code while the product still read them (the attention forward,
+/// compiled with its loop body unsplit, wrote wrong outputs). Where a
+/// branch comes between, ptxas waits for the product at the branch; here
+/// the product is waited for where that code begins, which is what ptxas
+/// did at the branch (keeping the fragment instead, to overlap the product
+/// with that code, ran the forward 9-13% slower and spilled at D = 64).
+void KernelEmitter::noteCodeAfterRegisterProducts(const Op &op) {
+  if (op.kind == OpKind::Wgmma || op.kind == OpKind::WgmmaFence || op.kind == OpKind::WgmmaCommit ||
+      op.kind == OpKind::WgmmaWait || (op.results.empty() && !op.body))
+    return;
+  for (auto &[product, at] : registerProducts_)
+    if (!at.firstCode.set() && product->parent == op.parent)
+      at.firstCode = out_.mark();
+}
+
+void KernelEmitter::retireRegisterProduct(const Op &product) {
+  auto it = registerProducts_.find(&product);
+  if (it == registerProducts_.end())
+    return;
+  CodeWriter::Mark at = it->second.firstCode;
+  registerProducts_.erase(it);
+  if (!at.set())
+    return;
+  size_t moved = out_.insertLine(at, "tkc::wgmma_wait<0>();");
+  // The wait retires every product issued before it.
+  for (auto entry = registerProducts_.begin(); entry != registerProducts_.end();) {
+    if (entry->second.issued.offset <= at.offset) {
+      entry = registerProducts_.erase(entry);
+      continue;
+    }
+    entry->second.issued.offset += moved;
+    if (entry->second.firstCode.set())
+      entry->second.firstCode.offset += moved;
+    ++entry;
+  }
 }
 
 /// One warpgroup multiplies its 64 rows of the tile: K/16 wgmma
@@ -541,7 +564,7 @@ bool KernelEmitter::emitWgmma(const Op &op) {
     return unsupported(op, "wgmma on these operands");
   bool transA = !aInRegisters && op.intAttr("trans_a") != 0;
   if (aInRegisters && !isResidentFragment(a))
-    registerProducts_[&op] = false;
+    registerProducts_[&op] = {out_.mark(), {}};
   int64_t n = acc.shape[1] / acc.layout.warpsN, k = a->type.shape[transA ? 0 : 1];
   const char *type = a->type.dtype == DType::BF16 ? "bf16" : "f16";
   int64_t elem = dtypeBytes(a->type.dtype);

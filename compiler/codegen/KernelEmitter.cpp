@@ -245,11 +245,10 @@ bool KernelEmitter::emitOp(const Op &op) {
     names_[op.result()] = name(op.operands[op.kind == OpKind::Mask ? 0 : 1]);
     return true;
   }
-  if (op.kind != OpKind::Const && op.kind != OpKind::BlockId && op.kind != OpKind::Yield && op.kind != OpKind::Grid)
+  if (op.kind != OpKind::Const && op.kind != OpKind::BlockId && op.kind != OpKind::Yield && op.kind != OpKind::Grid) {
+    noteCodeAfterRegisterProducts(op);
     comment(op);
-  if (!op.results.empty() && op.kind != OpKind::Wgmma)
-    for (auto &product : registerProducts_)
-      product.second = true;
+  }
   switch (op.kind) {
   case OpKind::Const:
   case OpKind::BlockId:

@@ -135,8 +135,6 @@ private:
   // EmitHopper.cpp (sm_90a)
   bool emitHopperOp(const ir::Op &op);
   bool emitWgmma(const ir::Op &op);
-  /// Reads an A fragment after the wait that retires its product (tkc::keep_fragment).
-  void emitKeepFragment(const ir::Value *fragment, const std::string &sharedAddress);
   bool emitSmemStore(const ir::Op &op);
   bool emitTmaStore(const ir::Op &op);
   bool emitWarpCopy(const ir::Op &op);
@@ -180,10 +178,15 @@ private:
   /// Zero fills that only start one wgmma product while others are in
   /// flight: its first k16 step ignores the accumulator (scale-d = 0).
   std::set<const ir::Op *> freshAccumulators_;
-  /// Products reading A from registers issued in the straight-line code of
-  /// the loop body being emitted, each with whether ops defining values
-  /// came after it: their waits keep the fragments (see WgmmaWait).
-  std::map<const ir::Op *, bool> registerProducts_;
+  /// Products reading A from registers made in the loop body, issued in the
+  /// straight-line code of the body being emitted: where each was issued and
+  /// where the first code after it at its level begins (see WgmmaWait).
+  struct RegisterProduct {
+    CodeWriter::Mark issued, firstCode;
+  };
+  std::map<const ir::Op *, RegisterProduct> registerProducts_;
+  void noteCodeAfterRegisterProducts(const ir::Op &op);
+  void retireRegisterProduct(const ir::Op &product);
   /// wgmma waits that close a window of work overlapping the products in
   /// flight: each opens the tail-unswitched part of a loop body that has one.
   std::set<const ir::Op *> windowClosingWaits_;

@@ -513,9 +513,16 @@ void KernelEmitter::findWgmmaSchedule() {
 /// did at the branch (keeping the fragment instead, to overlap the product
 /// with that code, ran the forward 9-13% slower and spilled at D = 64).
 void KernelEmitter::noteCodeAfterRegisterProducts(const Op &op) {
-  if (op.kind == OpKind::Wgmma || op.kind == OpKind::WgmmaFence || op.kind == OpKind::WgmmaCommit ||
-      op.kind == OpKind::WgmmaWait || (op.results.empty() && !op.body))
+  switch (op.kind) {
+  // The products' own bookkeeping, and synchronisation that takes no
+  // registers (a turn passed here must not wait for the product).
+  case OpKind::Wgmma: case OpKind::WgmmaFence: case OpKind::WgmmaCommit: case OpKind::WgmmaWait:
+  case OpKind::TurnWait: case OpKind::TurnPass: case OpKind::WarpgroupBarrier: case OpKind::Barrier:
+  case OpKind::MbarrierArrive: case OpKind::FenceProxyAsync:
     return;
+  default:
+    break;
+  }
   for (auto &[product, at] : registerProducts_)
     if (!at.firstCode.set() && product->parent == op.parent)
       at.firstCode = out_.mark();

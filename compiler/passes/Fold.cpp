@@ -1,7 +1,6 @@
 // fold: constant folding, boolean and integer identities, fusion of
-// `add(x, mma(a, b, 0))` into an accumulating `mma(a, b, x)`, division by a
-// broadcast vector turned into multiplication by its reciprocal, and
-// dead-code elimination, repeated until nothing changes.
+// `add(x, mma(a, b, 0))` into an accumulating `mma(a, b, x)`, and dead-code
+// elimination, repeated until nothing changes.
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
@@ -136,11 +135,10 @@ public:
   /// One sweep over every op; true if anything changed.
   bool foldBlock(Block &block) {
     bool changed = false;
-    for (auto it = block.ops.begin(); it != block.ops.end(); ++it) {
-      Op &op = **it;
-      if (op.body)
-        changed |= foldBlock(*op.body);
-      changed |= foldOp(op) || divideByReciprocal(block, it);
+    for (auto &op : block.ops) {
+      if (op->body)
+        changed |= foldBlock(*op->body);
+      changed |= foldOp(*op);
     }
     return changed;
   }
@@ -268,33 +266,6 @@ private:
     return false;
   }
 
-  /// div(x, broadcast(v)) -> mul(x, broadcast(div(1, v))) on f32 tiles: one
-  /// reciprocal per element of v instead of one per element of x (the
-  /// attention forward's `acc / l[:, new]`: 2 instead of 64 a thread at the
-  /// end of every tile). Tile division is approximate already (a * rcp(b)),
-  /// so only the rounding of the product moves.
-  bool divideByReciprocal(Block &block, Block::OpList::iterator at) {
-    Op &op = **at;
-    if (op.kind != OpKind::Div || !op.result()->type.isTile() || op.result()->type.dtype != DType::F32)
-      return false;
-    Op *broadcast = op.operands[1]->definingOp;
-    if (!broadcast || broadcast->kind != OpKind::Broadcast || broadcast->operands[0]->type.dtype != DType::F32)
-      return false;
-    Value *vector = broadcast->operands[0];
-    Builder builder(block, at);
-    builder.setLoc(op.loc);
-    Value *reciprocal = builder.value(OpKind::Div, {builder.constFloat(1.0), vector}, vector->type);
-    Value *spread = builder.value(OpKind::Broadcast, {reciprocal}, broadcast->result()->type, broadcast->attrs);
-    reciprocal->nameHint = vector->nameHint.empty() ? "" : "inv_" + vector->nameHint;
-    ++uses_[vector];
-    uses_[reciprocal] = 1;
-    uses_[spread] = 1;
-    --uses_[op.operands[1]];
-    op.kind = OpKind::Mul;
-    op.operands[1] = spread;
-    return true;
-  }
-
   Block &root_;
   UseCounts uses_;
 };
@@ -303,8 +274,7 @@ class FoldPass : public Pass {
 public:
   const char *name() const override { return "fold"; }
   const char *description() const override {
-    return "fold constants, fuse add(x, mma(a, b, 0)) into mma(a, b, x), divide by a broadcast vector's "
-           "reciprocal, remove dead code";
+    return "fold constants, fuse add(x, mma(a, b, 0)) into mma(a, b, x), remove dead code";
   }
   bool run(Module &module, const Target &, DiagnosticEngine &) override {
     forEachKernelBlock(module, [](Kernel &, Block &root) {

@@ -152,6 +152,21 @@ void emitSharedMemoryOptIn(const LaunchVariant &variant, CodeWriter &out) {
   out.close();
 }
 
+/// Launches the variant's kernel with `args` on the caller's stream and
+/// returns the launch's status from the launcher `fn`.
+void emitLaunch(const LaunchVariant &variant, const std::vector<std::string> &args, const std::string &fn,
+                CodeWriter &out) {
+  std::string argText;
+  for (size_t i = 0; i < args.size(); ++i)
+    argText += (i ? ", " : "") + args[i];
+  out.line("{}<<<grid, {}, {}, cuda_stream>>>({});", variant.functionName, variant.kernel->warps * 32,
+           variant.sharedBytes, argText);
+  out.line("const cudaError_t status = cudaGetLastError();");
+  out.line("if (status != cudaSuccess) return {}_fail(TKC_ERROR_LAUNCH, \"launch failed: %s\", cudaGetErrorString(status));",
+           fn);
+  out.line("return TKC_OK;");
+}
+
 /// The kernel's arguments in parameter order: each tensor's data pointer and
 /// outer strides, then the scalar symbols (specialised ones as constants).
 std::vector<std::string> kernelArguments(const Kernel &k, const std::map<std::string, DimPosition> &symbols) {
@@ -228,15 +243,7 @@ void emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const st
   emitSharedMemoryOptIn(variant, out);
   std::vector<std::string> args = kernelArguments(k, symbols);
   args.insert(args.end(), mapArgs.begin(), mapArgs.end());
-  std::string argText;
-  for (size_t i = 0; i < args.size(); ++i)
-    argText += (i ? ", " : "") + args[i];
-  out.line("{}<<<grid, {}, {}, cuda_stream>>>({});", variant.functionName, k.warps * 32, variant.sharedBytes,
-           argText);
-  out.line("const cudaError_t status = cudaGetLastError();");
-  out.line("if (status != cudaSuccess) return {}_fail(TKC_ERROR_LAUNCH, \"launch failed: %s\", cudaGetErrorString(status));",
-           fn);
-  out.line("return TKC_OK;");
+  emitLaunch(variant, args, fn, out);
 }
 
 } // namespace
@@ -402,16 +409,7 @@ void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVaria
     out.line("if (grid.x == 0 || grid.y == 0 || grid.z == 0) return TKC_OK; // nothing to do");
     out.line("if (grid.y > 65535 || grid.z > 65535) return {}_fail(TKC_ERROR_SHAPE, \"grid is too large\");", fn);
     emitSharedMemoryOptIn(variant, out);
-    std::vector<std::string> args = kernelArguments(k, symbols);
-    std::string argText;
-    for (size_t i = 0; i < args.size(); ++i)
-      argText += (i ? ", " : "") + args[i];
-    out.line("{}<<<grid, {}, {}, cuda_stream>>>({});", variant.functionName, k.warps * 32, variant.sharedBytes,
-             argText);
-    out.line("const cudaError_t status = cudaGetLastError();");
-    out.line("if (status != cudaSuccess) return {}_fail(TKC_ERROR_LAUNCH, \"launch failed: %s\", cudaGetErrorString(status));",
-             fn);
-    out.line("return TKC_OK;");
+    emitLaunch(variant, kernelArguments(k, symbols), fn, out);
     out.close();
   }
   std::string values;

@@ -4,7 +4,8 @@
 For each workload and size, tkc (one candidate per generated target) and its
 peers (gemm: torch.matmul/cuBLAS; attention: SDPA with the cuDNN and the
 flash backends; layernorm: torch layer_norm) are timed call by call with CUDA
-events, round-robin, rotating among enough input sets to exceed the L2 cache.
+events, each round calling every candidate once in a random order, rotating
+among enough input sets to exceed the L2 cache.
 Reports the median; throughput in TFLOP/s (gemm, attention) or GB/s
 (layernorm); ratio = tkc throughput / peer throughput (> 1: tkc faster; the
 best tkc target when there are several, variants `@name` left out); err = |tkc - peer| / |peer| on one

@@ -397,6 +397,10 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
   for (auto &op : body.ops)
     if (op->kind == OpKind::Load && op->result()->type.isShared())
       f.streamed.push_back(op.get());
+  // A loop that copies no tile leaves a producer nothing to do (and no
+  // stage to size).
+  if (f.streamed.empty())
+    return std::nullopt;
   // Shared tiles outside these roles have no place in the warp-specialized kernel.
   int sharedLoads = 0;
   walk(kernel.body, [&](Op &op) {

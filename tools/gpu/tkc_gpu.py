@@ -542,9 +542,10 @@ def median_time_interleaved(fns, iters=30, warmup=5, n_sets=1, lead_us=300.0):
     always follows the same neighbour: with a fixed cyclic order, of two
     near-identical kernels the one called second ran 0.5-1.5% faster in
     every size of the attention forward (H200, 2026-12-04), whichever it
-    was. Every call takes the next input set. Before each round a short device-side spin lets the CPU
-    enqueue the round ahead of the GPU, so host launch overhead (ctypes,
-    Python) does not appear inside the timed intervals.
+    was. Every call takes the next input set. Before each round a short
+    device-side spin lets the CPU enqueue the round ahead of the GPU, so
+    host launch overhead (ctypes, Python) does not appear inside the timed
+    intervals.
     Returns {name: Timing}.
     """
     import torch

@@ -1,7 +1,9 @@
 // tkc runtime for sm_90a: thin, named wrappers over the Hopper instructions
-// that generated kernels use (mbarriers, the bulk tensor copy engine, wgmma,
-// register reallocation). Like tkc_runtime.cuh it holds no loops, layouts or
-// schedules. Build with -gencode=arch=compute_90a,code=sm_90a.
+// that generated kernels use (mbarriers, the bulk tensor copy engine, wgmma
+// descriptors, fences and waits, register reallocation). The wgmma.mma_async
+// wrappers, one per width, are written into each generated file that calls
+// them. Like tkc_runtime.cuh it holds no loops, layouts or schedules. Build
+// with -gencode=arch=compute_90a,code=sm_90a.
 #pragma once
 #include <cuda.h> // CUtensorMap and its encoding enums (types only: no -lcuda needed)
 #include <stdint.h>
@@ -221,8 +223,6 @@ __device__ __forceinline__ void keep_fragment(uint32_t r0, uint32_t r1, uint32_t
                "r"(r1), "r"(r2), "r"(r3), "r"(never_negative), "r"(addr)
                : "memory");
 }
-
-#include "tkc_wgmma.cuh"
 
 } // namespace tkc
 

@@ -3,6 +3,7 @@
 #include "codegen/KernelEmitter.h"
 
 #include <map>
+#include <set>
 
 namespace tkc::codegen {
 
@@ -27,13 +28,17 @@ bool emitCuda(const Module &module, const Target &target, const std::string &sou
     writer.line("#include \"tkc_hopper.cuh\"");
   writer.blank();
 
+  // The kernels go to their own text first: the wgmma wrappers they call
+  // come before them.
+  CodeWriter body;
+  std::set<WgmmaShape> wgmmaShapes;
   std::map<std::string, std::vector<LaunchVariant>> launchers;
   std::vector<std::string> launcherOrder;
   for (auto &kernel : module.kernels) {
-    KernelEmitter emitter(*kernel, target, file, sources, writer, diags);
+    KernelEmitter emitter(*kernel, target, file, sources, body, wgmmaShapes, diags);
     if (!emitter.emit())
       return false;
-    writer.blank();
+    body.blank();
     std::string source = kernel->sourceName.empty() ? kernel->name : kernel->sourceName;
     if (!launchers.count(source))
       launcherOrder.push_back(source);
@@ -44,10 +49,11 @@ bool emitCuda(const Module &module, const Target &target, const std::string &sou
     }
   }
   for (auto &source : launcherOrder) {
-    emitLauncher(source, launchers[source], writer);
-    writer.blank();
+    emitLauncher(source, launchers[source], body);
+    body.blank();
   }
-  out = std::move(writer.text());
+  emitWgmmaWrappers(wgmmaShapes, writer);
+  out = std::move(writer.text()) + body.text();
   return true;
 }
 

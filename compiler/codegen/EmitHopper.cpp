@@ -574,6 +574,7 @@ bool KernelEmitter::emitWgmma(const Op &op) {
     registerProducts_[&op] = {out_.mark(), {}};
   int64_t n = acc.shape[1] / acc.layout.warpsN, k = a->type.shape[transA ? 0 : 1];
   const char *type = a->type.dtype == DType::BF16 ? "bf16" : "f16";
+  wgmmaShapes_.insert({n, type, aInRegisters});
   int64_t elem = dtypeBytes(a->type.dtype);
   int64_t perPanel = kSwizzle128RowBytes / elem / 16; // k16 steps in one panel row
   // The accumulator is updated in place: wgmma runs asynchronously and its

@@ -33,8 +33,10 @@ bool isIdentifier(const std::string &s) {
 } // namespace
 
 KernelEmitter::KernelEmitter(const Kernel &kernel, const Target &target, const std::string &sourceName,
-                             const SourceManager *sources, CodeWriter &out, DiagnosticEngine &diags)
-    : kernel_(kernel), target_(target), sourceName_(sourceName), sources_(sources), out_(out), diags_(diags) {}
+                             const SourceManager *sources, CodeWriter &out, std::set<WgmmaShape> &wgmmaShapes,
+                             DiagnosticEngine &diags)
+    : kernel_(kernel), target_(target), sourceName_(sourceName), sources_(sources), out_(out),
+      wgmmaShapes_(wgmmaShapes), diags_(diags) {}
 
 std::string KernelEmitter::functionName() const { return kernel_.name + "_kernel"; }
 

@@ -1,6 +1,7 @@
 #pragma once
 #include "codegen/CodeWriter.h"
 #include "codegen/Fragments.h"
+#include "codegen/WgmmaWrappers.h"
 #include "ir/IR.h"
 #include "passes/Pass.h"
 #include "support/Diagnostics.h"
@@ -44,8 +45,10 @@ bool copiesElementwise(const ir::Op &op);
 /// EmitElementwise.cpp, EmitMemory.cpp, EmitMma.cpp.
 class KernelEmitter {
 public:
+  /// Adds the wgmma forms the kernel calls to `wgmmaShapes`.
   KernelEmitter(const ir::Kernel &kernel, const Target &target, const std::string &sourceName,
-                const SourceManager *sources, CodeWriter &out, DiagnosticEngine &diags);
+                const SourceManager *sources, CodeWriter &out, std::set<WgmmaShape> &wgmmaShapes,
+                DiagnosticEngine &diags);
   bool emit();
   /// Bytes of dynamic shared memory the kernel needs.
   int64_t sharedMemoryBytes() const { return sharedBytes_; }
@@ -167,6 +170,7 @@ private:
   std::string sourceName_;
   const SourceManager *sources_;
   CodeWriter &out_;
+  std::set<WgmmaShape> &wgmmaShapes_;
   DiagnosticEngine &diags_;
   /// How many ops read each value, across the whole kernel.
   std::map<const ir::Value *, int> uses_;

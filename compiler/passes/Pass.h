@@ -40,7 +40,7 @@ inline int intendedBlocksPerSm(int consumerWarps) { return consumerWarps == 4 ? 
 constexpr int64_t kReservedSharedBytes = 2048;
 
 /// The wgmma widths (n of m64nNk16) that codegen emits: every multiple of 16
-/// up to 256; the runtime has a wrapper for each (tools/gen_wgmma.py).
+/// from 32 to 256 (codegen writes a wrapper for each width a file uses).
 inline bool isWgmmaWidth(int64_t n) { return n >= 32 && n <= 256 && n % 16 == 0; }
 
 /// A pass reads the module and rewrites it in place. It reports problems

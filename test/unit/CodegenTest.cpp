@@ -1,6 +1,7 @@
 // The CUDA emitter on hand-written IR, for ops that no example reaches.
 
 #include "codegen/CudaEmitter.h"
+#include "codegen/WgmmaWrappers.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
 
@@ -121,3 +122,42 @@ TEST(Codegen, WarpCopyNeedsAWarpOfIssuers) {
 }
 
 } // namespace
+
+// Every width hopper-layout may choose gets a wrapper whose brace list holds
+// N / 2 accumulators, with the other operands numbered after them.
+TEST(Codegen, WgmmaWrapperForEveryWidth) {
+  int widths = 0;
+  for (int64_t n = 1; n <= 512; ++n) {
+    if (!isWgmmaWidth(n))
+      continue;
+    ++widths;
+    int64_t regs = n / 2;
+    for (const char *type : {"bf16", "f16"}) {
+      for (bool aInRegisters : {false, true}) {
+        codegen::WgmmaShape shape{n, type, aInRegisters};
+        codegen::CodeWriter out;
+        codegen::emitWgmmaWrappers({shape}, out);
+        const std::string &text = out.text();
+        SCOPED_TRACE(shape.wrapperName());
+        EXPECT_NE(text.find(fmt::format("void {}(float (&d)[{}]", shape.wrapperName(), regs)), std::string::npos);
+        EXPECT_NE(text.find(fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} ", n, type, type)),
+                  std::string::npos);
+        EXPECT_NE(text.find(fmt::format("\"{{%0, %1, ")), std::string::npos);
+        EXPECT_NE(text.find(fmt::format("%{}}}, \"", regs - 1)), std::string::npos);
+        EXPECT_NE(text.find(fmt::format("\"+f\"(d[{}])\n", regs - 1)), std::string::npos);
+        EXPECT_EQ(text.find(fmt::format("d[{}]", regs)), std::string::npos);
+        if (aInRegisters) {
+          EXPECT_NE(text.find(fmt::format("setp.ne.b32 p, %{}, 0;", regs + 5)), std::string::npos);
+          EXPECT_NE(text.find(fmt::format("\"{{%{}, %{}, %{}, %{}}}, \"", regs, regs + 1, regs + 2, regs + 3)),
+                    std::string::npos);
+          EXPECT_NE(text.find(fmt::format("\"%{}, p, 1, 1, %{};", regs + 4, regs + 6)), std::string::npos);
+        } else {
+          EXPECT_NE(text.find(fmt::format("setp.ne.b32 p, %{}, 0;", regs + 2)), std::string::npos);
+          EXPECT_NE(text.find(fmt::format("\"%{}, %{}, p, 1, 1, %{}, %{};", regs, regs + 1, regs + 4, regs + 3)),
+                    std::string::npos);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(widths, 15);
+}

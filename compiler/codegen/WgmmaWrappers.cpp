@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 namespace tkc::codegen {
 
@@ -35,54 +36,59 @@ void accumulatorOperands(int count, CodeWriter &out) {
   }
 }
 
-void sharedA(const WgmmaShape &shape, CodeWriter &out) {
+/// The body shared by both forms: the predicate for `accumulate` from
+/// operand `predicate`, the instruction with the accumulator list, then
+/// `operands` (the PTX after that list), the accumulators as asm outputs and
+/// `inputs`. Any other register list (A's fragment) is in `operands`.
+void asmBody(const WgmmaShape &shape, int predicate, const std::function<void()> &operands, const std::string &inputs,
+             CodeWriter &out) {
   int regs = int(shape.n / 2);
-  const std::string &t = shape.elementType;
-  out.line("// d (64 x {}) += a (64 x 16) * b (16 x {}), {}, a and b in shared memory; without", shape.n, shape.n, t);
-  out.line("// `accumulate` d starts from zeros. TransB = 1 reads b N-major, TransA = 1 reads a M-major.");
-  out.line("template <int TransB, int TransA = 0>");
-  out.line("__device__ __forceinline__ void {}(float (&d)[{}], uint64_t desc_a, uint64_t desc_b,", shape.wrapperName(),
-           regs);
-  out.line("    bool accumulate = true) {{");
   out.indent();
   out.line("asm volatile(");
   out.indent();
   out.indent();
-  out.line("\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\n\"", regs + 2);
-  out.line("\"wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} \"", shape.n, t, t);
+  out.line("\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\n\"", predicate);
+  out.line("\"wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} \"", shape.n, shape.elementType, shape.elementType);
   registerList(0, regs, out);
-  out.line("\"%{}, %{}, p, 1, 1, %{}, %{};\\n}}\\n\"", regs, regs + 1, regs + 4, regs + 3);
+  operands();
   accumulatorOperands(regs, out);
-  out.line(": \"l\"(desc_a), \"l\"(desc_b), \"r\"(int(accumulate)), \"n\"(TransB), \"n\"(TransA));");
+  out.line(": {});", inputs);
   out.dedent();
   out.dedent();
   out.close();
 }
 
+void sharedA(const WgmmaShape &shape, CodeWriter &out) {
+  int regs = int(shape.n / 2);
+  out.line("// d (64 x {}) += a (64 x 16) * b (16 x {}), {}, a and b in shared memory; without", shape.n, shape.n,
+           shape.elementType);
+  out.line("// `accumulate` d starts from zeros. TransB = 1 reads b N-major, TransA = 1 reads a M-major.");
+  out.line("template <int TransB, int TransA = 0>");
+  out.line("__device__ __forceinline__ void {}(float (&d)[{}], uint64_t desc_a, uint64_t desc_b,", shape.wrapperName(),
+           regs);
+  out.line("    bool accumulate = true) {{");
+  asmBody(
+      shape, regs + 2,
+      [&] { out.line("\"%{}, %{}, p, 1, 1, %{}, %{};\\n}}\\n\"", regs, regs + 1, regs + 4, regs + 3); },
+      "\"l\"(desc_a), \"l\"(desc_b), \"r\"(int(accumulate)), \"n\"(TransB), \"n\"(TransA)", out);
+}
+
 void registerA(const WgmmaShape &shape, CodeWriter &out) {
   int regs = int(shape.n / 2);
-  const std::string &t = shape.elementType;
   out.line("// d (64 x {}) += a (64 x 16) * b (16 x {}), {}, a in registers (the warp's mma.sync A", shape.n, shape.n,
-           t);
+           shape.elementType);
   out.line("// fragment a0-a3), b in shared memory; without `accumulate` d starts from zeros.");
   out.line("template <int TransB>");
   out.line("__device__ __forceinline__ void {}(float (&d)[{}], uint32_t a0, uint32_t a1, uint32_t a2,",
            shape.wrapperName(), regs);
   out.line("    uint32_t a3, uint64_t desc_b, bool accumulate = true) {{");
-  out.indent();
-  out.line("asm volatile(");
-  out.indent();
-  out.indent();
-  out.line("\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\n\"", regs + 5);
-  out.line("\"wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} \"", shape.n, t, t);
-  registerList(0, regs, out);
-  registerList(regs, 4, out);
-  out.line("\"%{}, p, 1, 1, %{};\\n}}\\n\"", regs + 4, regs + 6);
-  accumulatorOperands(regs, out);
-  out.line(": \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"l\"(desc_b), \"r\"(int(accumulate)), \"n\"(TransB));");
-  out.dedent();
-  out.dedent();
-  out.close();
+  asmBody(
+      shape, regs + 5,
+      [&] {
+        registerList(regs, 4, out);
+        out.line("\"%{}, p, 1, 1, %{};\\n}}\\n\"", regs + 4, regs + 6);
+      },
+      "\"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"l\"(desc_b), \"r\"(int(accumulate)), \"n\"(TransB)", out);
 }
 
 } // namespace

@@ -48,6 +48,8 @@
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
+#include <fmt/format.h>
+
 #include <set>
 
 namespace tkc {
@@ -269,47 +271,72 @@ bool splitByColumns(Kernel &kernel, Value *v) {
   return ok;
 }
 
-std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
+/// Why a kernel's products stay on mma.sync on Hopper: the op that does
+/// not fit the fused loop (null: the kernel as a whole) and the reason.
+struct FusedMismatch {
+  const Op *at = nullptr;
+  std::string why;
+};
+
+std::optional<FusedLoop> matchFusedLoop(Kernel &kernel, FusedMismatch &mismatch) {
+  auto no = [&](const Op *at, std::string why) -> std::optional<FusedLoop> {
+    mismatch = {at, std::move(why)};
+    return std::nullopt;
+  };
   FusedLoop f;
   walk(kernel.body, [&](Op &op) {
     for (auto &r : op.results)
       if (r->type.isRegister() && splitByColumns(kernel, r.get()))
         f.split.insert(r.get());
   });
-  bool ok = true;
+  std::optional<FusedMismatch> misfit; // the first register tile the warpgroups cannot split
   int mmas = 0;
   walk(kernel.body, [&](Op &op) {
     if (op.kind == OpKind::Mma)
       ++mmas;
     for (auto &r : op.results) {
       const Type &t = r->type;
-      if (!t.isRegister() || t.isScalar() || f.split.count(r.get()))
+      if (!t.isRegister() || t.isScalar() || f.split.count(r.get()) || misfit)
         continue;
       bool family = t.layout.kind == LayoutKind::Acc || t.layout.kind == LayoutKind::AccRow ||
                     t.layout.kind == LayoutKind::OperandA || t.layout.kind == LayoutKind::AccCol;
+      if (!family)
+        misfit = FusedMismatch{&op, "this tile is neither a product's result or operand nor a vector of one"};
       // A column vector spans a tile's columns, which every warp holds whole.
-      bool rowsPerWarp = t.layout.kind == LayoutKind::AccCol || t.shape[0] == 16 * t.layout.warpsM;
-      if (!family || t.layout.warpsN != 1 || !rowsPerWarp)
-        ok = false;
+      else if (int warps = t.layout.warpsM * t.layout.warpsN;
+               t.layout.kind != LayoutKind::AccCol && t.shape[0] != 16 * warps)
+        misfit = FusedMismatch{&op, fmt::format("this tile has {} rows where each of the kernel's {} warps needs 16 "
+                                                "(only a 64-row product that an `atomic_add` alone reads may have "
+                                                "fewer)",
+                                                t.shape[0], warps)};
+      else if (t.layout.warpsN != 1)
+        misfit = FusedMismatch{&op, fmt::format("this tile is split among the warps by columns too ({} by {} warps), "
+                                                "which wgmma's warpgroups do not do",
+                                                t.layout.warpsM, t.layout.warpsN)};
       else if (f.warps == 0)
         f.warps = t.layout.warpsM;
       else if (f.warps != t.layout.warpsM)
-        ok = false;
+        misfit = FusedMismatch{&op, fmt::format("this tile is spread over {} warps, others over {}",
+                                                t.layout.warpsM, f.warps)};
     }
   });
-  if (!ok || f.warps % 4 != 0 || mmas == 0)
-    return std::nullopt;
+  if (mmas == 0)
+    return no(nullptr, "it has no products");
   for (auto &op : kernel.body.ops)
     if (op->kind == OpKind::For && op->hasAttr("stages") && op->body) {
       if (f.loop)
-        return std::nullopt;
+        return no(op.get(), "it has more than one `pipelined` loop");
       f.loop = op.get();
     }
   if (!f.loop)
-    return std::nullopt;
+    return no(nullptr, "its products are not in a `pipelined` loop at the top of the kernel");
   auto step = passes::constantIntOf(f.loop->operands[2]);
   if (!step || *step != 1)
-    return std::nullopt;
+    return no(f.loop, "its `pipelined` loop does not step by 1");
+  if (misfit)
+    return no(misfit->at, misfit->why);
+  if (f.warps % 4 != 0)
+    return no(nullptr, fmt::format("its tiles are spread over {} warps, not whole warpgroups", f.warps));
   Block &body = *f.loop->body;
   auto inLoopLoad = [&](Value *v) {
     Op *def = v->definingOp;
@@ -333,13 +360,14 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
   for (auto &op : body.ops) {
     if (op->kind == OpKind::Store && op->hasAttr("accumulate")) {
       if (!isBulkAddition(*op, body))
-        return std::nullopt;
+        return no(op.get(), "this `atomic_add` does not add a whole f32 product of the loop body, of 64-row and "
+                            "32-column multiples, to the last two dimensions of a tensor");
       f.adds.push_back(op.get());
       continue;
     }
     if (op->kind != OpKind::Mma) {
       if (op->kind == OpKind::Load && !inLoopLoad(op->result()) && !vectorLoad(op->result()))
-        return std::nullopt;
+        return no(op.get(), "this load in the loop is neither a 16-bit tile that only products read nor a vector");
       continue;
     }
     f.mmas.push_back(op.get());
@@ -352,15 +380,18 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
     // of them.
     bool byColumns = f.split.count(op->result()) != 0;
     if (byColumns && acc.layout.warpsM * acc.layout.warpsN != f.warps)
-      return std::nullopt;
+      return no(op.get(), "this 64-row product is not spread over all the kernel's warps");
     int64_t groups = byColumns ? f.warps / 4 : 1;
-    if (acc.dtype != DType::F32 || n % groups != 0 || !isWgmmaWidth(n / groups) || !(inLoopLoad(b) || residentB))
-      return std::nullopt;
+    if (acc.dtype != DType::F32 || n % groups != 0 || !isWgmmaWidth(n / groups))
+      return no(op.get(), fmt::format("this product's result is not f32 of a width wgmma has ({} columns a warpgroup)",
+                                      n / groups));
+    if (!(inLoopLoad(b) || residentB))
+      return no(op.get(), "this product's second operand is not a 16-bit tile loaded into shared memory");
     if (byColumns && (n / groups) % (kSwizzle128RowBytes / 4) != 0) // a bulk addition's window, one warpgroup's
-      return std::nullopt;
+      return no(op.get(), "this 64-row product's columns a warpgroup are not a multiple of 32");
     int64_t k = transB ? b->type.shape[1] : b->type.shape[0];
     if (transB ? (b->type.shape[0] != n || k % 64 != 0) : (b->type.shape[1] != n || k % 16 != 0 || n % 64 != 0))
-      return std::nullopt;
+      return no(op.get(), "this product's second operand is not read in panels of 64 elements");
     if (residentB)
       addResident(b->definingOp);
     if (op->intAttr("trans_a")) {
@@ -370,28 +401,31 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
       if (!convert || convert->kind != OpKind::Convert || convert->parent != &body || !a->type.isShared() ||
           !isSixteenBitTile(a->type) || !convert->operands[0]->type.isRegister() ||
           a->type.shape[1] != acc.shape[0] || a->type.shape[0] != k || k % 16 != 0)
-        return std::nullopt;
+        return no(op.get(), "this product's transposed first operand is not a 16-bit tile computed in the loop");
       f.staged.push_back(convert);
       continue;
     }
     if (a->type.isRegister()) {
       if (a->type.layout.kind != LayoutKind::OperandA)
-        return std::nullopt;
+        return no(op.get(), "this product's first operand is in registers but not in the operand layout");
       // A converted shared tile loaded once before the loop stays in shared memory.
       Op *convert = a->definingOp;
       Value *src = convert && convert->kind == OpKind::Convert ? convert->operands[0] : nullptr;
       if (src && src->type.isShared() && src->definingOp && src->definingOp->kind == OpKind::Load &&
           src->definingOp->parent == &kernel.body) {
         if (!residentLoad(src))
-          return std::nullopt;
+          return no(op.get(), "this product's first operand, loaded before the loop, is not a 16-bit tile of "
+                              "64-column multiples");
         addResident(src->definingOp);
       }
     } else if (a->definingOp && a->definingOp->kind == OpKind::Load && a->definingOp->parent == &kernel.body) {
       if (!residentLoad(a))
-        return std::nullopt;
+        return no(op.get(), "this product's first operand, loaded before the loop, is not a 16-bit tile of "
+                            "64-column multiples");
       addResident(a->definingOp);
     } else if (!inLoopLoad(a) || a->type.shape[1] % 64 != 0) {
-      return std::nullopt;
+      return no(op.get(), "this product's first operand is neither in registers nor a 16-bit tile of 64-column "
+                          "multiples loaded in the loop");
     }
   }
   for (auto &op : body.ops)
@@ -400,7 +434,7 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
   // A loop that copies no tile leaves a producer nothing to do (and no
   // stage to size).
   if (f.streamed.empty())
-    return std::nullopt;
+    return no(f.loop, "its `pipelined` loop copies no tile into shared memory");
   // Shared tiles outside these roles have no place in the warp-specialized kernel.
   int sharedLoads = 0;
   walk(kernel.body, [&](Op &op) {
@@ -408,7 +442,7 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel) {
       ++sharedLoads;
   });
   if (sharedLoads != static_cast<int>(f.streamed.size() + f.resident.size()))
-    return std::nullopt;
+    return no(nullptr, "it loads a shared tile that neither its loop's products nor those before it read");
   return f;
 }
 
@@ -422,12 +456,12 @@ public:
     if (target.computeCapability < 90)
       return true;
     for (auto &kernel : module.kernels)
-      runOnKernel(*kernel, target);
+      runOnKernel(*kernel, target, diags);
     return true;
   }
 
 private:
-  void runOnKernel(Kernel &kernel, const Target &target) {
+  void runOnKernel(Kernel &kernel, const Target &target, DiagnosticEngine &diags) {
     std::vector<GemmLoop> found;
     int mmas = 0;
     walk(kernel.body, [&](Op &op) {
@@ -438,8 +472,14 @@ private:
           found.push_back(*m);
     });
     if (found.size() != 1 || mmas != 1 || !onlyAccumulatorLayouts(kernel)) {
-      if (auto f = matchFusedLoop(kernel))
+      FusedMismatch mismatch;
+      if (auto f = matchFusedLoop(kernel, mismatch))
         layOutFused(kernel, *f, target);
+      else if (mmas > 0)
+        // Correct code still, at half the tensor cores' rate or less: say
+        // where the kernel leaves the shape the Hopper pipeline takes.
+        diags.report(mismatch.at ? mismatch.at->loc : kernel.loc, DiagId::MmaSyncOnHopper, kernel.name, target.name,
+                     mismatch.why);
       return;
     }
     GemmLoop &m = found.front();

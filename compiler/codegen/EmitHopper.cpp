@@ -243,10 +243,13 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     }
     out_.line("// warpgroup{} {}{}: {}", count > 1 ? "s" : "", first, count > 1 ? fmt::format("-{}", first + count - 1) : "",
               op.strAttr("role"));
-    // Producers give registers back, consumers take them; the sum over the
-    // block stays within the register file.
-    if (regs > 0)
-      out_.line("tkc::setmaxnreg_{}<{}>();", op.strAttr("role") == "producer" ? "dec" : "inc", regs);
+    // The producer and a reducer give registers back (they hold fewer than
+    // an even share), the consumers take them; the sum over the block stays
+    // within the register file.
+    if (regs > 0) {
+      bool gives = op.strAttr("role") == "producer" || op.strAttr("role") == "reducer";
+      out_.line("tkc::setmaxnreg_{}<{}>();", gives ? "dec" : "inc", regs);
+    }
     if (first > 0) {
       // Accumulator layouts number the warps of the role from 0.
       out_.line("const int warp_m = warp - {};", first * 4);

@@ -56,9 +56,16 @@ Mbarrier *Machine::barrierOf(Context &ctx, const Op &op, size_t operand, int64_t
 namespace {
 void completeIfDone(Mbarrier &bar) {
   if (bar.pending == 0 && bar.tx == 0) {
+    bar.completed[bar.phase % 2] = std::move(bar.arriving);
+    bar.arriving.clear();
     ++bar.phase;
     bar.pending = bar.count;
   }
+}
+
+void merge(Released &into, const Released &from) {
+  for (auto &[ctx, upTo] : from)
+    into[ctx] = std::max(into[ctx], upTo);
 }
 } // namespace
 
@@ -132,7 +139,10 @@ Machine::Status Machine::execMbarrierWait(Context &ctx, const Op &op) {
   int64_t parity = (it / stages + op.intAttr("release")) % 2;
   // try_wait.parity: done once the phase of that parity has completed, that
   // is while the current phase has the other parity.
-  return bar->phase % 2 != parity ? Status::Next : Status::Blocked;
+  if (bar->phase % 2 == parity)
+    return Status::Blocked;
+  merge(ctx.seen, bar->completed[parity]);
+  return Status::Next;
 }
 
 Machine::Status Machine::execMbarrierArrive(Context &ctx, const Op &op) {
@@ -145,6 +155,13 @@ Machine::Status Machine::execMbarrierArrive(Context &ctx, const Op &op) {
   Mbarrier *bar = barrierOf(ctx, op, 0, static_cast<int64_t>(get(ctx, op.operands[1]).scalar), name);
   if (!bar)
     return Status::Failed;
+  // Each thread arriving after its own accesses releases them (lane 0 of a
+  // warp arriving for the others does not release theirs).
+  if (op.intAttr("all_lanes") || ctx.oneThread) {
+    ++ctx.releases;
+    merge(bar->arriving, ctx.seen);
+    bar->arriving[&ctx] = std::max(bar->arriving[&ctx], ctx.releases);
+  }
   // all_lanes: every lane of each warp arrives.
   return arrive(op, *bar, name, ctx.arrivingWarps() * (op.intAttr("all_lanes") ? kWarpLanes : 1));
 }

@@ -29,12 +29,25 @@ using OpIter = std::list<std::unique_ptr<ir::Op>>::const_iterator;
 /// expected in the current phase, and the transaction count (bytes announced
 /// by expect-tx minus bytes completed by bulk copies). A phase completes when
 /// both reach zero; the next one starts with `count` pending arrivals.
+struct Context;
+
+/// What a context has synchronised with: for each context, the accesses it
+/// made before its arrival number (`Context::releases`) this many happen
+/// before.
+using Released = std::map<const Context *, int64_t>;
+
 struct Mbarrier {
   bool initialised = false;
   int64_t count = 0;
   int64_t pending = 0;
   int64_t tx = 0;
   int64_t phase = 0;
+  /// Released by the arrivals of the current phase (each thread of an
+  /// arriving context arrives after its own accesses: `all_lanes`, or a
+  /// one-thread role), and by the last completed phase of each parity: a
+  /// wait that sees a phase complete has synchronised with all of it.
+  Released arriving;
+  Released completed[2];
 };
 
 /// A shared-memory buffer: `slots` data slots (one without stages), or an
@@ -158,6 +171,8 @@ struct Context {
   uint64_t lastFence = 0;
   uint64_t lastProxyFence = 0;  ///< fence_proxy_async
   int64_t warpgroupEpoch = 0;   ///< warpgroup_barriers passed
+  int64_t releases = 0;         ///< arrivals on mbarriers after each thread's own accesses
+  Released seen;                ///< what the mbarrier phases it waited for released
   std::vector<PendingWgmma> open;
   std::deque<std::vector<PendingWgmma>> groups;
   std::deque<PendingStore> stores; ///< bulk store groups, oldest first
@@ -313,6 +328,7 @@ private:
     const Context *ctx = nullptr;
     int64_t generation = -1;
     int64_t warpgroupEpoch = 0;
+    int64_t releases = 0;
   };
   bool ordered(const Context &ctx, const Stamp &stamp) const;
   Stamp stampOf(const Context &ctx, const ir::Op &op) const;

@@ -39,14 +39,19 @@ bool isMbarrierOp(OpKind kind) {
 } // namespace
 
 /// Whether an access now by `ctx` is ordered after the access `stamp`
-/// records: a `barrier` since, or a `warpgroup_barrier` of the same role.
+/// records: a `barrier` since, a `warpgroup_barrier` of the same role, or
+/// an mbarrier phase `ctx` waited for that the access's threads released
+/// (directly or through other roles' waits and arrivals).
 bool Machine::ordered(const Context &ctx, const Stamp &stamp) const {
-  return !stamp.op || stamp.generation != static_cast<int64_t>(barrierGeneration_) ||
-         (stamp.ctx == &ctx && stamp.warpgroupEpoch != ctx.warpgroupEpoch);
+  if (!stamp.op || stamp.generation != static_cast<int64_t>(barrierGeneration_) ||
+      (stamp.ctx == &ctx && stamp.warpgroupEpoch != ctx.warpgroupEpoch))
+    return true;
+  auto released = ctx.seen.find(stamp.ctx);
+  return released != ctx.seen.end() && stamp.releases < released->second;
 }
 
 Machine::Stamp Machine::stampOf(const Context &ctx, const Op &op) const {
-  return Stamp{&op, &ctx, static_cast<int64_t>(barrierGeneration_), ctx.warpgroupEpoch};
+  return Stamp{&op, &ctx, static_cast<int64_t>(barrierGeneration_), ctx.warpgroupEpoch, ctx.releases};
 }
 
 Machine::Status Machine::genericRead(Context &ctx, const Op &op, const Value *v, RValue &r) {

@@ -16,6 +16,7 @@ std::unique_ptr<Pass> createHopperPipelinePass();
 std::unique_ptr<Pass> createWarpSpecializePass();
 std::unique_ptr<Pass> createHopperEpiloguePass();
 std::unique_ptr<Pass> createHopperOperandRegistersPass();
+std::unique_ptr<Pass> createHopperReducerPass();
 
 namespace {
 using Factory = std::unique_ptr<Pass> (*)();
@@ -27,7 +28,7 @@ constexpr std::pair<const char *, Factory> kPasses[] = {
     // sm_90a only (no-ops for older targets).
     {"hopper-layout", createHopperLayoutPass}, {"hopper-pipeline", createHopperPipelinePass},
     {"warp-specialize", createWarpSpecializePass}, {"hopper-operand-registers", createHopperOperandRegistersPass},
-    {"hopper-epilogue", createHopperEpiloguePass},
+    {"hopper-epilogue", createHopperEpiloguePass}, {"hopper-reducer", createHopperReducerPass},
 };
 } // namespace
 
@@ -52,7 +53,8 @@ std::vector<std::unique_ptr<Pass>> createPipeline() {
   // run after the last `fold`, whose dead-code sweep knows nothing of the ops
   // they introduce.
   for (const char *name : {"fold", "tail", "layout", "hopper-layout", "pipeline", "fold", "hopper-pipeline",
-                           "warp-specialize", "hopper-operand-registers", "hopper-epilogue", "smem-plan", "barriers"})
+                           "warp-specialize", "hopper-operand-registers", "hopper-epilogue", "hopper-reducer", "smem-plan",
+                           "barriers"})
     passes.push_back(createPass(name));
   return passes;
 }

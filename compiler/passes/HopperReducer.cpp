@@ -44,7 +44,6 @@ constexpr int64_t kRegisterHeadroom = 48;
 /// The reducer's registers beyond its accumulator: descriptors, addresses,
 /// the staging tile's indices.
 constexpr int64_t kReducerOverhead = 56;
-constexpr int64_t kRegisterFile = 65536;
 
 int64_t threadRegisters(const Type &type, int64_t threads) {
   if (!type.isRegister() || !type.isTile())
@@ -169,7 +168,7 @@ int64_t consumerLoopRegisters(Kernel &kernel, const Reduction &r, int64_t thread
 
 class Reducer {
 public:
-  Reducer(Kernel &kernel, Reduction r) : kernel_(kernel), r_(r) {}
+  Reducer(Kernel &kernel, Reduction r, const Target &target) : kernel_(kernel), r_(r), target_(target) {}
 
   bool run() {
     Op *producer = roleMarker(kernel_, "producer");
@@ -181,7 +180,7 @@ public:
     if (acc.shape[0] != 64)
       return false;
     int64_t reducerRegs = (threadRegisters(acc, 128) + kReducerOverhead + 7) / 8 * 8;
-    int64_t left = kRegisterFile - 128 * producer->intAttr("warpgroups", 1) * producer->intAttr("regs") -
+    int64_t left = target_.registersPerSm - 128 * producer->intAttr("warpgroups", 1) * producer->intAttr("regs") -
                    128 * reducerRegs;
     int64_t consumerRegs = std::min<int64_t>(consumer->intAttr("regs"), roundDownTo8(left / consumerThreads));
     if (consumerLoopRegisters(kernel_, r_, consumerThreads) + kRegisterHeadroom > consumerRegs)
@@ -400,6 +399,7 @@ private:
 
   Kernel &kernel_;
   Reduction r_;
+  const Target &target_;
   std::vector<Value *> productOperands_, additionOperands_;
   std::map<std::string, Attr> productAttrs_, additionAttrs_, drainAttrs_;
   SourceLocation additionLoc_;
@@ -416,7 +416,7 @@ public:
       return true;
     for (auto &kernel : module.kernels)
       if (auto r = match(*kernel))
-        Reducer(*kernel, *r).run();
+        Reducer(*kernel, *r, target).run();
     return true;
   }
 };

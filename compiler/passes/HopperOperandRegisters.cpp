@@ -38,42 +38,12 @@ namespace {
 
 using namespace ir;
 
-/// Registers per thread that the loop's tiles and fragments leave to
-/// everything else (addresses, indices, the elementwise work's temporaries).
-/// On the H200 (2026-12-03), 192 of 240 ran the attention backward's
-/// products concurrently, and 192 of 232 or 224 of 240 did not.
-constexpr int64_t kRegisterHeadroom = 48;
-
 /// The widest product whose A operand is at least two thirds of what each
 /// wgmma reads from shared memory. On the H200 (2026-12-03) the attention
 /// backward's dK/dV kernel ran 7-8% faster with K in registers for K Q^T on
 /// 32-query tiles, and its dQ kernel 1-9% slower with Q and dO in registers
 /// for products of 64 columns (A half of the bytes).
 constexpr int64_t kMaxProductColumns = 32;
-
-/// 32-bit registers per thread of a register tile split among its layout's warps.
-int64_t threadRegisters(const Type &type) {
-  if (!type.isRegister() || !type.isTile() || type.shape.size() != 2)
-    return 0;
-  int64_t threads = int64_t(type.layout.warpsM) * type.layout.warpsN * 32;
-  return type.numElements() * dtypeBytes(type.dtype) / 4 / threads;
-}
-
-/// Registers per thread the loop needs whatever else it holds: the tiles it
-/// carries and the products it computes afresh in each iteration.
-int64_t loopRegisters(const Op &loop) {
-  int64_t registers = 0;
-  for (auto &result : loop.results)
-    registers += threadRegisters(result->type);
-  walk(*loop.body, [&](const Op &op) {
-    if (op.kind != OpKind::Wgmma)
-      return;
-    const Op *init = op.operands[2]->definingOp;
-    if (init && init->kind == OpKind::Fill)
-      registers += threadRegisters(op.result()->type);
-  });
-  return registers;
-}
 
 /// The innermost loop around `op`, or null.
 Op *enclosingLoop(const Op &op) {
@@ -142,8 +112,8 @@ void convertResidentOperands(Kernel &kernel) {
     if (!loop || budget == 0)
       continue;
     Type fragments = tile->type.withLayout(MemSpace::Register, {LayoutKind::OperandA, reader->result()->type.layout.warpsM, 1});
-    int64_t registers = threadRegisters(fragments);
-    if (loopRegisters(*loop) + converted[loop] + registers + kRegisterHeadroom > budget)
+    int64_t registers = passes::threadRegisters(fragments);
+    if (passes::loopRegisters(*loop) + converted[loop] + registers + passes::kRegisterHeadroom > budget)
       continue;
     converted[loop] += registers;
     Builder builder(*view->parent, std::next(passes::positionOf(*view)));

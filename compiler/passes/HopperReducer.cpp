@@ -26,7 +26,8 @@
 //
 // The reducer holds the whole product (one warpgroup, 64 rows) and gives
 // the consumers the registers it does not need; the pass applies only where
-// the consumers' loop still fits what is left (kRegisterHeadroom to spare).
+// the consumers' loop still fits what is left (passes::kRegisterHeadroom to
+// spare).
 // The consumers' accumulating products are waited for at the end of each
 // iteration: left in flight into the next, ptxas (CUDA 13.0) ran every
 // product of the one-pass kernel one at a time (C7514).
@@ -38,18 +39,9 @@ namespace {
 
 using namespace ir;
 
-/// Registers a thread keeps for addresses, indices and temporaries beside
-/// the tiles a role's loop holds (as in hopper-operand-registers).
-constexpr int64_t kRegisterHeadroom = 48;
 /// The reducer's registers beyond its accumulator: descriptors, addresses,
 /// the staging tile's indices.
 constexpr int64_t kReducerOverhead = 56;
-
-int64_t threadRegisters(const Type &type, int64_t threads) {
-  if (!type.isRegister() || !type.isTile())
-    return 0;
-  return type.numElements() * dtypeBytes(type.dtype) / 4 / threads;
-}
 
 int64_t roundDownTo8(int64_t n) { return n / 8 * 8; }
 
@@ -147,22 +139,15 @@ std::optional<Reduction> match(Kernel &kernel) {
   return r;
 }
 
-/// Registers per thread the consumers' loop needs: the tiles it carries, the
-/// products it computes afresh in each iteration (the moved one excepted)
-/// and the operand fragments kept in registers across it.
-int64_t consumerLoopRegisters(Kernel &kernel, const Reduction &r, int64_t threads) {
-  int64_t registers = 0;
-  for (auto &result : r.loop->results)
-    registers += threadRegisters(result->type, threads);
-  walk(*r.loop->body, [&](Op &op) {
-    if (op.kind == OpKind::Wgmma && &op != r.product && op.operands[2]->definingOp &&
-        op.operands[2]->definingOp->kind == OpKind::Fill)
-      registers += threadRegisters(op.result()->type, threads);
-  });
+/// Registers per thread the consumers' loop needs: the tiles it carries,
+/// the products it computes afresh in each iteration (the moved one
+/// excepted) and the operand fragments kept in registers across it.
+int64_t consumerLoopRegisters(Kernel &kernel, const Reduction &r) {
+  int64_t registers = passes::loopRegisters(*r.loop, r.product);
   for (auto &op : kernel.body.ops)
     if (op->kind == OpKind::Convert && op->result()->type.layout.kind == LayoutKind::OperandA &&
         passes::roleOf(kernel, *op) && passes::roleOf(kernel, *op)->strAttr("role") == "consumer")
-      registers += threadRegisters(op->result()->type, threads);
+      registers += passes::threadRegisters(op->result()->type);
   return registers;
 }
 
@@ -179,11 +164,12 @@ public:
     const Type &acc = r_.product->result()->type;
     if (acc.shape[0] != 64)
       return false;
-    int64_t reducerRegs = (threadRegisters(acc, 128) + kReducerOverhead + 7) / 8 * 8;
+    Type whole = acc.withLayout(MemSpace::Register, {LayoutKind::Acc, 4, 1});
+    int64_t reducerRegs = (passes::threadRegisters(whole) + kReducerOverhead + 7) / 8 * 8;
     int64_t left = target_.registersPerSm - 128 * producer->intAttr("warpgroups", 1) * producer->intAttr("regs") -
                    128 * reducerRegs;
     int64_t consumerRegs = std::min<int64_t>(consumer->intAttr("regs"), roundDownTo8(left / consumerThreads));
-    if (consumerLoopRegisters(kernel_, r_, consumerThreads) + kRegisterHeadroom > consumerRegs)
+    if (consumerLoopRegisters(kernel_, r_) + passes::kRegisterHeadroom > consumerRegs)
       return false;
 
     Value *slots = passes::sharedRoot(r_.product->operands[0]);

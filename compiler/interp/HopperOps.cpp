@@ -97,7 +97,7 @@ Machine::Status Machine::execMbarrierInit(Context &ctx, const Op &op) {
     return fail(op, DiagId::InterpMalformedOp, "mbarrier_init",
                 "it needs an #mbarrier buffer and a `count` between 1 and 2^20 - 1");
   for (Mbarrier &bar : r->buffer->bars)
-    bar = Mbarrier{true, count, count, 0, 0};
+    bar = Mbarrier{true, count, count, 0, 0, {}, {}};
   SharedBuffer &b = *r->buffer;
   if (b.offset >= 0) {
     // One thread sets them up; the others may use them after a barrier.

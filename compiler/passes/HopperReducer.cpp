@@ -273,6 +273,7 @@ private:
       if (&o == r_.product) {
         productOperands_ = o.operands;
         productAttrs_ = o.attrs;
+        productLoc_ = o.loc;
       }
       if (&o == r_.addition) {
         additionOperands_ = o.operands;
@@ -302,7 +303,8 @@ private:
     auto end = std::find_if(kernel_.body.ops.begin(), kernel_.body.ops.end(),
                             [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::WarpgroupRoleEnd; });
     Builder b(kernel_.body, end);
-    b.setLoc(r_.product->loc);
+    // (The product's op is gone: rewriteConsumers kept what it needs.)
+    b.setLoc(productLoc_);
     b.create(OpKind::WarpgroupRole, {}, {},
              {{"role", Attr(std::string("reducer"))}, {"warpgroups", Attr(int64_t(1))}, {"regs", Attr(regs)}});
     // The resident operand: wait for its copy, view its slot.
@@ -345,7 +347,7 @@ private:
     loop->body->parentOp = loop;
     Value *k = loop->body->addArg(Type::scalar(DType::I32), consumers.body->args[0]->nameHint);
     Builder lb(*loop->body);
-    lb.setLoc(r_.product->loc);
+    lb.setLoc(productLoc_);
     std::map<Value *, Value *> cloned = outer;
     auto local = [&](Value *v) {
       auto found = cloned.find(v);
@@ -390,7 +392,7 @@ private:
   const Target &target_;
   std::vector<Value *> productOperands_, additionOperands_;
   std::map<std::string, Attr> productAttrs_, additionAttrs_, drainAttrs_;
-  SourceLocation additionLoc_;
+  SourceLocation productLoc_, additionLoc_;
 };
 
 class HopperReducerPass : public Pass {

@@ -36,6 +36,8 @@
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
+#include <algorithm>
+
 namespace tkc {
 namespace {
 
@@ -160,7 +162,11 @@ public:
   bool run() {
     Op *producer = roleMarker(kernel_, "producer");
     Op *consumer = roleMarker(kernel_, "consumer");
-    if (!producer || !consumer || roleMarker(kernel_, "reducer"))
+    bool initBarrier = std::any_of(kernel_.body.ops.begin(), kernel_.body.ops.end(),
+                                   [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::Barrier; });
+    if (!producer || !consumer || roleMarker(kernel_, "reducer") || !initBarrier || !iterationOf(*r_.loop) ||
+        !std::any_of(kernel_.body.ops.begin(), kernel_.body.ops.end(),
+                     [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::WarpgroupRoleEnd; }))
       return false;
     int64_t consumerThreads = 128 * consumer->intAttr("warpgroups", 1);
     const Type &acc = r_.product->result()->type;

@@ -306,7 +306,7 @@ class AttnBwd(Workload):
     def make_launcher(self, lib):
         from tkc_gpu import SequenceLauncher
         idx = {p.name: i for i, p in enumerate(self.params)}
-        steps = [("attn_bwd_delta", ["O", "dO", "Delta", "dQacc"], [0]),
+        steps = [("attn_bwd_delta", ["O", "dO", "Delta", "dQacc"], []),
                  ("attn_bwd_dkdv", ["Q", "K", "V", "dO", "L", "Delta", "dK", "dV", "dQacc"], [0]),
                  ("attn_bwd_dq", ["Q", "K", "V", "dO", "L", "Delta", "dQacc", "dQ"], [0])]
         return SequenceLauncher(self.name, [(lib.launcher(k, len(ts), len(cs)), [idx[t] for t in ts], cs)

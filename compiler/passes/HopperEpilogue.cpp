@@ -41,14 +41,16 @@ namespace {
 using namespace ir;
 
 /// Where the copies of `store` are drained: after the op of the kernel body
-/// that holds it (a persistent tile loop, the consumers' loop over K) or
-/// after the store itself, when that sits in a consumer role; else null.
+/// that holds it (a persistent tile loop, the consumers' loop over K, the
+/// reducer's loop) or after the store itself, when that sits in a consumer
+/// or reducer role (warpgroups that hold accumulators); else null.
 Op *drainPoint(Kernel &kernel, Op &store) {
   Op &top = passes::topLevelOp(store);
   if (top.parent != &kernel.body)
     return nullptr;
   const Op *role = passes::roleOf(kernel, top);
-  return role && role->strAttr("role") == "consumer" ? &top : nullptr;
+  bool holdsAccumulators = role && (role->strAttr("role") == "consumer" || role->strAttr("role") == "reducer");
+  return holdsAccumulators ? &top : nullptr;
 }
 
 /// After `last`, every copy has written its tile: none is in flight when

@@ -4,32 +4,34 @@
 //
 // In the one-pass attention backward the consumers stage dS in shared
 // memory for dQ's product (dS^T K, read transposed), wait for both
-// warpgroups' halves, run the product split by columns, wait for it, stage
-// dQ and add it to an f32 buffer with reducing bulk copies: a chain of
-// waits inside every iteration that costs more than the product (on the
-// H200, 2026-12-03, 45% of that kernel's time). Here the consumers only
-// stage dS into its two slots and arrive on `staged_full`; a `reducer`
-// warpgroup waits for each slot, runs the whole product from it, releases
-// the slot on `staged_empty` and makes the additions, while the consumers
-// go on with the next tile. On the H200 (2026-12-04) that kernel at D = 64
-// ran 1.31-1.38x as fast from 2k, and 1.06-1.09x the two-kernel backward
-// that recomputes S and dP for dQ.
+// warpgroups' halves, run the product split by columns, wait for it and
+// add it to an f32 buffer (an `atomic_add` that hopper-epilogue turns into
+// staged reducing bulk copies): a chain of waits inside every iteration
+// that costs more than the product (on the H200, 2026-12-03, 45% of that
+// kernel's time). Here the consumers only stage dS into its two slots and
+// arrive on `staged_full`; a `reducer` warpgroup waits for each slot, runs
+// the whole product from it, releases the slot on `staged_empty` and makes
+// the addition, while the consumers go on with the next tile. On the H200
+// (2026-12-04) that kernel at D = 64 ran 1.31-1.38x as fast from 2k, and
+// 1.06-1.09x the two-kernel backward that recomputes S and dP for dQ.
 //
 //   consumer loop:                          consumer loop:
 //     smem_store %view, %ds                   mbarrier_wait %staged_empty, %it {release = 1}
 //     fence_proxy_async                       smem_store %view, %ds
 //     warpgroup_barrier {all = 1}             fence_proxy_async
 //     %p = wgmma %view, %k, %zero ...         mbarrier_arrive %staged_full, %it
-//     ... tma_store %c_stage {reduce}       reducer loop:
-//                                             mbarrier_wait %staged_full, %it
-//                                             %p = wgmma %view, %k, %zero ...; wgmma_wait %p
+//     wgmma_wait %p                         reducer loop:
+//     store %dQacc, %p {accumulate,           mbarrier_wait %staged_full, %it
+//                       epilogue = "tma"}     %p = wgmma %view, %k, %zero ...; wgmma_wait %p
 //                                             mbarrier_arrive %staged_empty, %it
-//                                             ... tma_store %c_stage {reduce}
+//                                             store %dQacc, %p {accumulate, epilogue = "tma"}
 //
-// The reducer holds the whole product (one warpgroup, 64 rows) and gives
-// the consumers the registers it does not need; the pass applies only where
-// the consumers' loop still fits what is left (passes::kRegisterHeadroom to
-// spare).
+// It runs before hopper-epilogue, which stages the moved store in the
+// reducer as it would in the consumers. The reducer holds the whole product
+// (one warpgroup, 64 rows) and gives the consumers the registers it does
+// not need; the pass applies only where the consumers' loop still fits what
+// is left (passes::kRegisterHeadroom to spare), and only to a consumers'
+// loop at the top of the kernel (not inside a persistent tile loop).
 // The consumers' accumulating products are waited for at the end of each
 // iteration: left in flight into the next, ptxas (CUDA 13.0) ran every
 // product of the one-pass kernel one at a time (C7514).
@@ -52,24 +54,48 @@ int64_t roundDownTo8(int64_t n) { return n / 8 * 8; }
 /// The product the pass moves and what goes with it.
 struct Reduction {
   Op *loop = nullptr;         ///< the consumers' loop
+  Value *iteration = nullptr; ///< its iteration number (hopper-pipeline's)
   Op *stageStore = nullptr;   ///< smem_store of the staged operand into its slot
   Op *stageFence = nullptr;   ///< the fence_proxy_async after it
   Op *crossBarrier = nullptr; ///< warpgroup_barrier {all = 1}: both halves staged
   Op *product = nullptr;      ///< wgmma reading the slot, transposed
-  Op *addition = nullptr;     ///< tma_store {reduce = "add"} of the product
-  Op *drain = nullptr;        ///< tma_store_wait after the loop
+  Op *addition = nullptr;     ///< store {accumulate, epilogue = "tma"} of the product
 };
 
-Op *roleMarker(Kernel &kernel, const std::string &role) {
-  for (auto &op : kernel.body.ops)
-    if (op->kind == OpKind::WarpgroupRole && op->strAttr("role") == role)
-      return op.get();
-  return nullptr;
+/// Where the reducer goes in the kernel: beside the producer and consumer
+/// roles, its barriers initialised before the block's first barrier.
+struct Anchors {
+  Op *producer = nullptr;
+  Op *consumer = nullptr;
+  Op *firstBarrier = nullptr;
+  Op *rolesEnd = nullptr; ///< warpgroup_role_end
+};
+
+std::optional<Anchors> anchorsOf(Kernel &kernel) {
+  Anchors a;
+  for (auto &op : kernel.body.ops) {
+    if (op->kind == OpKind::WarpgroupRole) {
+      const std::string &role = op->strAttr("role");
+      if (role == "producer")
+        a.producer = op.get();
+      else if (role == "consumer")
+        a.consumer = op.get();
+      else
+        return std::nullopt; // a reducer already, or roles this pass does not know
+    }
+    if (op->kind == OpKind::Barrier && !a.firstBarrier)
+      a.firstBarrier = op.get();
+    if (op->kind == OpKind::WarpgroupRoleEnd)
+      a.rolesEnd = op.get();
+  }
+  if (!a.producer || !a.consumer || !a.firstBarrier || !a.rolesEnd)
+    return std::nullopt;
+  return a;
 }
 
 /// The consumers' loop at the top level of the kernel (not a persistent
-/// kernel's tile loop) and, in its body, the product that only a bulk
-/// addition reads.
+/// kernel's tile loop) and, in its body, the product that only an
+/// accumulating bulk store reads.
 std::optional<Reduction> match(Kernel &kernel) {
   Reduction r;
   for (auto &op : kernel.body.ops)
@@ -77,29 +103,30 @@ std::optional<Reduction> match(Kernel &kernel) {
       r.loop = op.get();
   if (!r.loop || !passes::constantIntOf(r.loop->operands[2]) || *passes::constantIntOf(r.loop->operands[2]) != 1)
     return std::nullopt;
+  r.iteration = passes::pipelineIteration(*r.loop);
+  if (!r.iteration)
+    return std::nullopt;
   Block &body = *r.loop->body;
   passes::UseCounts uses = passes::countUses(kernel.body);
-  for (auto it = body.ops.begin(); it != body.ops.end(); ++it) {
-    Op &op = **it;
-    if (op.kind != OpKind::TmaStore || op.strAttr("reduce") != "add")
+  for (auto &candidate : body.ops) {
+    Op &op = *candidate;
+    if (op.kind != OpKind::Store || !op.hasAttr("accumulate") || op.strAttr("epilogue") != "tma")
       continue;
-    Value *staging = op.operands[0];
-    // The staging tile holds the product: the smem_store before the store.
-    Op *product = nullptr;
-    for (auto back = std::make_reverse_iterator(it); back != body.ops.rend(); ++back)
-      if ((*back)->kind == OpKind::SmemStore && (*back)->operands[0] == staging) {
-        Value *p = (*back)->operands[1];
-        product = p->definingOp && p->definingOp->kind == OpKind::Wgmma ? p->definingOp : nullptr;
-        break;
-      }
-    if (!product || product->parent != &body || !product->intAttr("trans_a"))
+    Op *product = op.operands[1]->definingOp;
+    if (!product || product->kind != OpKind::Wgmma || product->parent != &body || !product->intAttr("trans_a"))
       continue;
-    // Read by its waits and the staging copy alone.
-    int readers = 0;
-    for (auto &other : body.ops)
-      if (passes::reads(*other, product->result()) && other->kind != OpKind::WgmmaWait)
-        ++readers;
-    if (readers != 1 || uses[product->result()] != readers + 1)
+    // Read by the store and by waits for it alone.
+    int waits = 0;
+    bool others = false;
+    for (auto &other : body.ops) {
+      if (other.get() == &op || !passes::reads(*other, product->result()))
+        continue;
+      if (other->kind == OpKind::WgmmaWait && other->operands.size() == 1)
+        ++waits;
+      else
+        others = true;
+    }
+    if (others || uses[product->result()] != waits + 1)
       continue;
     // A: a slot of a two-slot buffer the consumers wrote in this iteration;
     // B: a tile loaded once, before the loop.
@@ -129,18 +156,9 @@ std::optional<Reduction> match(Kernel &kernel) {
     r.crossBarrier = next->get();
     r.product = product;
     r.addition = &op;
-    break;
+    return r;
   }
-  if (!r.addition)
-    return std::nullopt;
-  for (auto it = std::next(passes::positionOf(*r.loop)); it != kernel.body.ops.end(); ++it)
-    if ((*it)->kind == OpKind::TmaStoreWait) {
-      r.drain = it->get();
-      break;
-    }
-  if (!r.drain)
-    return std::nullopt;
-  return r;
+  return std::nullopt;
 }
 
 /// Registers per thread the consumers' loop needs: the tiles it carries,
@@ -157,38 +175,32 @@ int64_t consumerLoopRegisters(Kernel &kernel, const Reduction &r) {
 
 class Reducer {
 public:
-  Reducer(Kernel &kernel, Reduction r, const Target &target) : kernel_(kernel), r_(r), target_(target) {}
+  Reducer(Kernel &kernel, Reduction r, Anchors a, const Target &target)
+      : kernel_(kernel), r_(r), a_(a), target_(target) {}
 
   bool run() {
-    Op *producer = roleMarker(kernel_, "producer");
-    Op *consumer = roleMarker(kernel_, "consumer");
-    bool initBarrier = std::any_of(kernel_.body.ops.begin(), kernel_.body.ops.end(),
-                                   [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::Barrier; });
-    if (!producer || !consumer || roleMarker(kernel_, "reducer") || !initBarrier || !iterationOf(*r_.loop) ||
-        !std::any_of(kernel_.body.ops.begin(), kernel_.body.ops.end(),
-                     [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::WarpgroupRoleEnd; }))
+    int64_t consumerThreads = 128 * a_.consumer->intAttr("warpgroups", 1);
+    int64_t producerRegisters = 128 * a_.producer->intAttr("warpgroups", 1) * a_.producer->intAttr("regs");
+    // A block that shares the multiprocessor with another keeps its
+    // registers: the reducer would take the second block's.
+    if (2 * (producerRegisters + consumerThreads * a_.consumer->intAttr("regs")) <= target_.registersPerSm)
       return false;
-    int64_t consumerThreads = 128 * consumer->intAttr("warpgroups", 1);
     const Type &acc = r_.product->result()->type;
     if (acc.shape[0] != 64)
       return false;
     Type whole = acc.withLayout(MemSpace::Register, {LayoutKind::Acc, 4, 1});
     int64_t reducerRegs = (passes::threadRegisters(whole) + kReducerOverhead + 7) / 8 * 8;
-    int64_t left = target_.registersPerSm - 128 * producer->intAttr("warpgroups", 1) * producer->intAttr("regs") -
-                   128 * reducerRegs;
-    int64_t consumerRegs = std::min<int64_t>(consumer->intAttr("regs"), roundDownTo8(left / consumerThreads));
+    int64_t left = target_.registersPerSm - producerRegisters - 128 * reducerRegs;
+    int64_t consumerRegs = std::min<int64_t>(a_.consumer->intAttr("regs"), roundDownTo8(left / consumerThreads));
     if (consumerLoopRegisters(kernel_, r_) + passes::kRegisterHeadroom > consumerRegs)
       return false;
 
-    Value *slots = passes::sharedRoot(r_.product->operands[0]);
-    Value *staging = r_.addition->operands[0];
-    hoistAllocation(slots);
-    hoistAllocation(staging);
+    hoistAllocation(passes::sharedRoot(r_.product->operands[0]));
     Value *full, *empty;
     declareBarriers(consumerThreads, full, empty);
     rewriteConsumers(full, empty);
     buildReducer(reducerRegs, full, empty);
-    consumer->attrs["regs"] = Attr(consumerRegs);
+    a_.consumer->attrs["regs"] = Attr(consumerRegs);
     kernel_.warps += 4;
     removeUnusedValues(*r_.loop->body);
     return true;
@@ -225,9 +237,8 @@ private:
   /// An allocation both roles use goes before the first role.
   void hoistAllocation(Value *buffer) {
     Op *alloc = buffer->definingOp;
-    Op *first = roleMarker(kernel_, "producer");
     auto from = passes::positionOf(*alloc);
-    kernel_.body.ops.splice(passes::positionOf(*first), alloc->parent->ops, from);
+    kernel_.body.ops.splice(passes::positionOf(*a_.producer), alloc->parent->ops, from);
     alloc->parent = &kernel_.body;
   }
 
@@ -236,9 +247,7 @@ private:
   /// arrives after its own part of the slot), `staged_empty` every
   /// reducer thread (each after the product has read the slot).
   void declareBarriers(int64_t consumerThreads, Value *&full, Value *&empty) {
-    auto barrier = std::find_if(kernel_.body.ops.begin(), kernel_.body.ops.end(),
-                                [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::Barrier; });
-    Builder b(kernel_.body, barrier);
+    Builder b(kernel_.body, passes::positionOf(*a_.firstBarrier));
     b.setLoc(r_.product->loc);
     Type bars = Type::tile(DType::I32, {2, 2}, MemSpace::Shared, {LayoutKind::Mbarrier, 1, 1});
     full = b.value(OpKind::SmemAlloc, {}, bars);
@@ -249,45 +258,28 @@ private:
     b.create(OpKind::MbarrierInit, {empty}, {}, {{"count", Attr(int64_t(128))}});
   }
 
-  /// The iteration number the loops share: `i - lo + it_base`.
-  Value *iterationOf(Op &loop) {
-    for (auto &op : loop.body->ops)
-      if (op->kind == OpKind::Add && op->result()->nameHint.rfind("it", 0) == 0)
-        return op->result();
-    return nullptr;
-  }
-
   void rewriteConsumers(Value *full, Value *empty) {
     Block &body = *r_.loop->body;
-    Value *it = iterationOf(*r_.loop);
     Builder before(body, passes::positionOf(*r_.stageStore));
     before.setLoc(r_.stageStore->loc);
-    before.create(OpKind::MbarrierWait, {empty, it}, {}, {{"release", Attr(int64_t(1))}});
+    before.create(OpKind::MbarrierWait, {empty, r_.iteration}, {}, {{"release", Attr(int64_t(1))}});
     Builder after(body, std::next(passes::positionOf(*r_.stageFence)));
     after.setLoc(r_.stageStore->loc);
     Value *always = after.value(OpKind::Const, {}, Type::scalar(DType::I1), {{"value", Attr(int64_t(1))}});
-    after.create(OpKind::MbarrierArrive, {full, it, always}, {}, {{"all_lanes", Attr(int64_t(1))}});
-    // The product and its addition leave; the scalars they used stay for
-    // the reducer to clone (dead code afterwards).
+    after.create(OpKind::MbarrierArrive, {full, r_.iteration, always}, {}, {{"all_lanes", Attr(int64_t(1))}});
+    // The product and its addition leave (the reducer remakes them from
+    // what is kept here); the scalars they used stay for the reducer to
+    // clone (dead code afterwards).
+    product_ = Moved{r_.product->operands, r_.product->attrs, r_.product->loc};
+    addition_ = Moved{r_.addition->operands, r_.addition->attrs, r_.addition->loc};
     auto stop = std::next(passes::positionOf(*r_.addition));
     for (auto op = passes::positionOf(*r_.crossBarrier); op != stop;) {
-      Op &o = **op;
-      if (o.results.size() == 1 && o.result()->type.isScalar()) {
+      if ((*op)->results.size() == 1 && (*op)->result()->type.isScalar())
         ++op;
-        continue;
-      }
-      if (&o == r_.product) {
-        productOperands_ = o.operands;
-        productAttrs_ = o.attrs;
-        productLoc_ = o.loc;
-      }
-      if (&o == r_.addition) {
-        additionOperands_ = o.operands;
-        additionAttrs_ = o.attrs;
-        additionLoc_ = o.loc;
-      }
-      op = body.ops.erase(op);
+      else
+        op = body.ops.erase(op);
     }
+    r_.product = r_.addition = nullptr;
     // Each iteration's accumulating products retire before the next.
     Op &yield = *body.ops.back();
     std::vector<Value *> accumulators;
@@ -299,22 +291,15 @@ private:
       end.setLoc(r_.loop->loc);
       end.create(OpKind::WgmmaWait, accumulators, {}, {{"pending", Attr(int64_t(0))}});
     }
-    // The additions' drain moves to the reducer.
-    Op *drain = r_.drain;
-    drainAttrs_ = drain->attrs;
-    kernel_.body.ops.erase(passes::positionOf(*drain));
   }
 
   void buildReducer(int64_t regs, Value *full, Value *empty) {
-    auto end = std::find_if(kernel_.body.ops.begin(), kernel_.body.ops.end(),
-                            [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::WarpgroupRoleEnd; });
-    Builder b(kernel_.body, end);
-    // (The product's op is gone: rewriteConsumers kept what it needs.)
-    b.setLoc(productLoc_);
+    Builder b(kernel_.body, passes::positionOf(*a_.rolesEnd));
+    b.setLoc(product_.loc);
     b.create(OpKind::WarpgroupRole, {}, {},
              {{"role", Attr(std::string("reducer"))}, {"warpgroups", Attr(int64_t(1))}, {"regs", Attr(regs)}});
     // The resident operand: wait for its copy, view its slot.
-    Value *resident = productOperands_[1];
+    Value *resident = product_.operands[1];
     Op *residentView = resident->definingOp;
     std::map<Value *, Value *> outer;
     if (residentView->kind == OpKind::StageView) {
@@ -353,7 +338,7 @@ private:
     loop->body->parentOp = loop;
     Value *k = loop->body->addArg(Type::scalar(DType::I32), consumers.body->args[0]->nameHint);
     Builder lb(*loop->body);
-    lb.setLoc(productLoc_);
+    lb.setLoc(product_.loc);
     std::map<Value *, Value *> cloned = outer;
     auto local = [&](Value *v) {
       auto found = cloned.find(v);
@@ -361,44 +346,38 @@ private:
         return found->second;
       return passes::cloneForIteration(lb, consumers, v, k, cloned);
     };
-    Value *it = local(iterationOf(consumers));
+    Value *it = local(r_.iteration);
     lb.create(OpKind::MbarrierWait, {full, it}, {}, {{"release", Attr(int64_t(0))}});
-    Value *slot = local(productOperands_[0]);
-    const Type &accType = productOperands_[2]->type;
-    Type whole = accType.withLayout(MemSpace::Register, {LayoutKind::Acc, 4, 1});
+    Value *slot = local(product_.operands[0]);
+    Type whole = product_.operands[2]->type.withLayout(MemSpace::Register, {LayoutKind::Acc, 4, 1});
     Value *zero = lb.value(OpKind::Fill, {}, whole, {{"value", Attr(0.0)}});
     lb.create(OpKind::WgmmaFence, {}, {});
-    Value *product = lb.value(OpKind::Wgmma, {slot, local(resident), zero}, whole, productAttrs_);
+    Value *product = lb.value(OpKind::Wgmma, {slot, local(resident), zero}, whole, product_.attrs);
     lb.create(OpKind::WgmmaCommit, {}, {});
     lb.create(OpKind::WgmmaWait, {product}, {}, {{"pending", Attr(int64_t(0))}});
     Value *always = lb.value(OpKind::Const, {}, Type::scalar(DType::I1), {{"value", Attr(int64_t(1))}});
     lb.create(OpKind::MbarrierArrive, {empty, it, always}, {}, {{"all_lanes", Attr(int64_t(1))}});
-    // The addition, as hopper-epilogue wrote it, for the whole product.
-    Value *staging = additionOperands_[0];
-    lb.setLoc(additionLoc_);
-    lb.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(int64_t(0))}, {"read", Attr(int64_t(1))}});
-    lb.create(OpKind::WarpgroupBarrier, {}, {});
-    lb.create(OpKind::SmemStore, {staging, product}, {});
-    lb.create(OpKind::FenceProxyAsync, {}, {});
-    lb.create(OpKind::WarpgroupBarrier, {}, {});
-    std::vector<Value *> operands{staging, additionOperands_[1]};
-    for (size_t i = 2; i < additionOperands_.size(); ++i)
-      operands.push_back(local(additionOperands_[i]));
-    // One warpgroup holds every column: its thread copies all the panels.
-    std::map<std::string, Attr> attrs = additionAttrs_;
-    attrs.erase("column_split");
-    lb.create(OpKind::TmaStore, operands, {}, attrs);
+    // The addition, of the whole product.
+    lb.setLoc(addition_.loc);
+    std::vector<Value *> operands{addition_.operands[0], product};
+    for (size_t i = 2; i < addition_.operands.size(); ++i)
+      operands.push_back(local(addition_.operands[i]));
+    lb.create(OpKind::Store, operands, {}, addition_.attrs);
     lb.create(OpKind::Yield, {}, {});
-    b.setLoc(additionLoc_);
-    b.create(OpKind::TmaStoreWait, {}, {}, drainAttrs_);
   }
+
+  /// What the reducer needs of an op that left the consumers.
+  struct Moved {
+    std::vector<Value *> operands;
+    std::map<std::string, Attr> attrs;
+    SourceLocation loc;
+  };
 
   Kernel &kernel_;
   Reduction r_;
+  Anchors a_;
   const Target &target_;
-  std::vector<Value *> productOperands_, additionOperands_;
-  std::map<std::string, Attr> productAttrs_, additionAttrs_, drainAttrs_;
-  SourceLocation productLoc_, additionLoc_;
+  Moved product_, addition_;
 };
 
 class HopperReducerPass : public Pass {
@@ -410,9 +389,12 @@ public:
   bool run(Module &module, const Target &target, DiagnosticEngine &) override {
     if (target.computeCapability < 90)
       return true;
-    for (auto &kernel : module.kernels)
-      if (auto r = match(*kernel))
-        Reducer(*kernel, *r, target).run();
+    for (auto &kernel : module.kernels) {
+      auto anchors = anchorsOf(*kernel);
+      auto r = anchors ? match(*kernel) : std::nullopt;
+      if (r)
+        Reducer(*kernel, *r, *anchors, target).run();
+    }
     return true;
   }
 };

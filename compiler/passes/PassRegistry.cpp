@@ -53,7 +53,7 @@ std::vector<std::unique_ptr<Pass>> createPipeline() {
   // run after the last `fold`, whose dead-code sweep knows nothing of the ops
   // they introduce.
   for (const char *name : {"fold", "tail", "layout", "hopper-layout", "pipeline", "fold", "hopper-pipeline",
-                           "warp-specialize", "hopper-operand-registers", "hopper-epilogue", "hopper-reducer", "smem-plan",
+                           "warp-specialize", "hopper-operand-registers", "hopper-reducer", "hopper-epilogue", "smem-plan",
                            "barriers"})
     passes.push_back(createPass(name));
   return passes;

@@ -158,6 +158,18 @@ bool definesSharedBuffer(const Op &op) {
   return op.kind == OpKind::SmemAlloc || (sharedResult && (op.kind == OpKind::Load || op.kind == OpKind::Convert));
 }
 
+Value *pipelineIteration(Op &loop) {
+  Value *k = loop.body->args.empty() ? nullptr : loop.body->args[0].get();
+  for (auto &op : loop.body->ops) {
+    if (op->kind != OpKind::Add)
+      continue;
+    Op *rel = op->operands[0]->definingOp;
+    if (rel && rel->kind == OpKind::Sub && rel->operands[0] == k && rel->operands[1] == loop.operands[0])
+      return op->result();
+  }
+  return nullptr;
+}
+
 bool isInside(const Op &op, const Op &loop) {
   for (const Block *block = op.parent; block && block->parentOp; block = block->parentOp->parent)
     if (block->parentOp == &loop)

@@ -83,6 +83,11 @@ std::vector<ir::Op *> tilesReadAnIterationLate(ir::Op &loop);
 ir::Value *cloneForIteration(ir::Builder &b, ir::Op &loop, ir::Value *v, ir::Value *k,
                              std::map<ir::Value *, ir::Value *> &cloned);
 
+/// The iteration number hopper-pipeline computes in a pipelined loop's body
+/// (`k - lo + base`, shared by the roles' loops and their barriers' phases),
+/// or null where the body has none.
+ir::Value *pipelineIteration(ir::Op &loop);
+
 /// True if `op` is nested (at any depth) inside the body of `loop`.
 bool isInside(const ir::Op &op, const ir::Op &loop);
 

@@ -160,9 +160,9 @@ private:
           classes_.unite(yield.operands[i], result);
         }
       } else if (op.kind == OpKind::Reduce) {
-        vectorLinks_.push_back({op.result(), op.operands[0], static_cast<int>(op.intAttr("axis"))});
+        vectorLinks_.push_back({op.result(), op.operands[0], static_cast<int>(op.intAttr("axis")), true});
       } else if (op.kind == OpKind::Broadcast) {
-        vectorLinks_.push_back({op.operands[0], op.result(), static_cast<int>(op.intAttr("axis")) == 1 ? 1 : 0});
+        vectorLinks_.push_back({op.operands[0], op.result(), static_cast<int>(op.intAttr("axis")) == 1 ? 1 : 0, false});
         classes_.find(op.result());
       } else {
         for (auto &result : op.results)
@@ -193,22 +193,32 @@ private:
     return true;
   }
 
-  /// The classes whose warps must hold whole rows: those reduced or
-  /// broadcast along a vector, those read as A operands in registers, and
-  /// the accumulators of products whose A operand is in registers (a
-  /// transposed one is read from a shared copy, in any grid).
+  /// The classes whose warps must hold whole rows: those reduced along a
+  /// vector (the lanes of a row combine through shuffles, not across
+  /// warps), those read as A operands in registers, and the accumulators of
+  /// products whose A operand is in registers (a transposed one is read from
+  /// a shared copy, in any grid). A vector only broadcast along a tile's
+  /// rows is read where each warp needs it, in any grid; and an A operand
+  /// with fewer rows than the kernel's warps split is read from a shared
+  /// copy instead (stageSharedOperands), so that its class may take a grid
+  /// of its own.
   std::set<Value *> rowsOnlyClasses() {
     std::set<Value *> rowsOnly;
     for (auto &link : vectorLinks_)
-      rowsOnly.insert(classes_.find(link.tile));
+      if (link.reduced)
+        rowsOnly.insert(classes_.find(link.tile));
     walk(kernel_.body, [&](Op &op) {
-      if (op.kind != OpKind::Mma || shared_.count(op.operands[0]) || op.intAttr("trans_a"))
+      if (op.kind != OpKind::Mma || shared_.count(op.operands[0]) || op.intAttr("trans_a") ||
+          !fillsKernelRows(op.operands[0]->type))
         return;
       rowsOnly.insert(classes_.find(op.operands[0]));
       rowsOnly.insert(classes_.find(op.result()));
     });
     return rowsOnly;
   }
+
+  /// True if the kernel's warp grid splits the rows of a tile of `type`.
+  bool fillsKernelRows(const Type &type) const { return type.shape[0] % (16 * warpsM_) == 0; }
 
   /// The most square warp tile of an M x N accumulator whose width is a
   /// multiple of 16 (so B fragments load two n-tiles per ldmatrix.x4);
@@ -431,7 +441,7 @@ private:
   /// B operands, and A operands read transposed, are read from shared memory
   /// by ldmatrix, which is also where a tile is transposed (lanes cannot
   /// trade registers that way); so is an A operand whose registers are not
-  /// laid out like an accumulator's rows. A tile in registers in such a
+  /// laid out like an accumulator's rows in the kernel's warp grid. A tile in registers in such a
   /// place is copied to shared memory once, right after it is computed, and
   /// every product that needs it there reads the copy.
   bool stageSharedOperands() {
@@ -442,7 +452,8 @@ private:
       if (!op.operands[1]->type.isShared())
         places.push_back({&op, 1});
       const Type &a = op.operands[0]->type;
-      if (!a.isShared() && (op.intAttr("trans_a") || a.layout.kind != LayoutKind::Acc))
+      bool rowsOfKernelGrid = a.layout.kind == LayoutKind::Acc && a.layout.warpsM == warpsM_ && a.layout.warpsN == 1;
+      if (!a.isShared() && (op.intAttr("trans_a") || !rowsOfKernelGrid))
         places.push_back({&op, 0});
     });
     std::map<Value *, Value *> staged;
@@ -506,7 +517,8 @@ private:
   struct VectorLink {
     Value *vector;
     Value *tile;
-    int axis; ///< 1: one element per row of the tile; 0: per column
+    int axis;     ///< 1: one element per row of the tile; 0: per column
+    bool reduced; ///< the vector is reduced from the tile (else broadcast to it)
   };
 
   Kernel &kernel_;

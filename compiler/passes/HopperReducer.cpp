@@ -39,6 +39,8 @@
 #include "passes/PassUtils.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 
 namespace tkc {
 namespace {

@@ -208,6 +208,8 @@ Machine::Status Machine::runContext(Context &ctx) {
     return fail(*op, DiagId::InterpLeftInFlight, who,
                 fmt::format("{} cp.async group(s) in flight (no `async_wait` retired them)",
                             ctx.asyncGroups.size() + !ctx.asyncOpen.empty()));
+  if (!ctx.lastTurn.empty() && !checkTurnsBalanced(ctx))
+    return Status::Failed;
   return Status::Next;
 }
 
@@ -267,9 +269,10 @@ Machine::Status Machine::exec(Context &ctx, const Op &op) {
   case OpKind::GridSize: return finish(ctx, op, execGridSize(ctx, op));
   case OpKind::NumSms: return finish(ctx, op, execNumSms(ctx, op));
   // One context runs all the warpgroups of a role: turns between them only
-  // order their issue points, which a single context already does.
+  // order their issue points, which a single context already does. What
+  // can go wrong is their order (execTurn).
   case OpKind::TurnWait:
-  case OpKind::TurnPass: return finish(ctx, op, Status::Next);
+  case OpKind::TurnPass: return finish(ctx, op, execTurn(ctx, op));
   }
   // An op added to OpKinds.def without a case above (-Wswitch names it).
   return fail(op, DiagId::InterpUnsupportedOp, mnemonicOf(op.kind));
@@ -439,6 +442,62 @@ Machine::Status Machine::execWarpgroupRole(Context &ctx, const Op &op) {
   for (auto &role : roles)
     contexts_.push_back(std::move(role));
   return Status::Next;
+}
+
+// The turns run in a ring of named barriers: warpgroup c waits on its own,
+// which warpgroup c - 1 hands over on (the last warpgroup hands the first its
+// first turn). A named barrier counts arrivals, not who arrives: a
+// warpgroup that hands over twice without waiting in between can complete a
+// phase the next one has not waited for, which then waits forever; one that
+// waits twice in a row waits for a hand-over that comes only after its own.
+// So each warpgroup alternates, the last starting with a hand-over, the
+// others with a wait, and by the end each has waited for every hand-over it
+// received (checkTurnsBalanced).
+Machine::Status Machine::execTurn(Context &ctx, const Op &op) {
+  ctx.lastTurnOp = &op;
+  int warpgroups = std::max(1, ctx.warps / 4);
+  if (ctx.lastTurn.empty()) {
+    ctx.lastTurn.assign(warpgroups, 0);
+    ctx.turnsHandedTo.assign(warpgroups, 0);
+    ctx.turnsWaited.assign(warpgroups, 0);
+  }
+  std::string only = op.strAttr("only", "all");
+  char now = op.kind == OpKind::TurnWait ? 'w' : 'p';
+  for (int c = 0; c < warpgroups; ++c) {
+    if ((only == "first" && c != 0) || (only == "last" && c != warpgroups - 1))
+      continue;
+    char last = ctx.lastTurn[c];
+    char first = c == warpgroups - 1 ? 'p' : 'w';
+    if (last == now || (last == 0 && now != first)) {
+      std::string why =
+          now == 'p' ? (last == 0 ? "hands the turn over before it had one"
+                                  : "hands the turn over twice in a row: the second hand-over may complete a phase "
+                                    "of the next warpgroup's barrier that it has not waited for, and it then waits "
+                                    "forever")
+                     : (last == 0 ? "waits for the turn before handing the first warpgroup its first one: every "
+                                    "warpgroup waits"
+                                  : "waits for the turn twice in a row, for a hand-over that comes only after its own");
+      return fail(op, DiagId::InterpTurnOrder, c + 1, blockName(block_), why);
+    }
+    ctx.lastTurn[c] = now;
+    if (now == 'w')
+      ++ctx.turnsWaited[c];
+    else
+      ++ctx.turnsHandedTo[(c + 1) % warpgroups];
+  }
+  return Status::Next;
+}
+
+bool Machine::checkTurnsBalanced(const Context &ctx) {
+  for (size_t c = 0; c < ctx.lastTurn.size(); ++c)
+    if (ctx.turnsHandedTo[c] != ctx.turnsWaited[c]) {
+      fail(*ctx.lastTurnOp, DiagId::InterpTurnOrder, c + 1, blockName(block_),
+           fmt::format("ends with {} hand-over(s) of the turn to it and {} wait(s) for it: every barrier phase must "
+                       "complete",
+                       ctx.turnsHandedTo[c], ctx.turnsWaited[c]));
+      return false;
+    }
+  return true;
 }
 
 Machine::Status Machine::execBarrier(Context &ctx, const Op &op) {

@@ -176,6 +176,12 @@ struct Context {
   std::vector<PendingWgmma> open;
   std::deque<std::vector<PendingWgmma>> groups;
   std::deque<PendingStore> stores; ///< bulk store groups, oldest first
+  /// Taking turns (turn_wait, turn_pass), per warpgroup of the role: the
+  /// last turn op it ran ('w', 'p'; 0 before its first), the hand-overs it
+  /// received and the waits it made.
+  std::vector<char> lastTurn;
+  std::vector<int64_t> turnsHandedTo, turnsWaited;
+  const ir::Op *lastTurnOp = nullptr;
   std::vector<BulkCopy> asyncOpen; ///< cp.async not committed yet
   std::deque<std::vector<BulkCopy>> asyncGroups;
 
@@ -245,6 +251,8 @@ private:
   Status execFor(Context &ctx, const ir::Op &op);
   Status execYield(Context &ctx, const ir::Op &op);
   Status execBarrier(Context &ctx, const ir::Op &op);
+  Status execTurn(Context &ctx, const ir::Op &op);
+  bool checkTurnsBalanced(const Context &ctx);
   Status execWarpgroupRole(Context &ctx, const ir::Op &op);
   Status startProducer(Context &ctx, const ir::Op &first);
   void bindParams(Context &ctx, const ir::Block &block);

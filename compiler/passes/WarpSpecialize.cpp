@@ -625,11 +625,21 @@ private:
   /// tile's start for the last one to finish the previous tile (its stores
   /// included), so that all of them drain, store and refill together while
   /// the tensor cores idle. Instead the ring runs on across tiles: the
-  /// opening hand-over happens once, before the tile loop; the last
-  /// warpgroup hands over again once its final product is issued (the
-  /// first warpgroup's first turn of the next tile, which then overlaps the
-  /// others' stores); and the first warpgroup takes the one left over after
-  /// the tile loop, so that every barrier phase completes.
+  /// opening hand-over happens once, before the tile loop; the final product
+  /// is a turn of every warpgroup (each waits, issues it and hands over, the
+  /// last one to the first warpgroup's first turn of the next tile, which
+  /// then overlaps the others' stores); and the first warpgroup takes the
+  /// hand-over left after the tile loop, so that every barrier phase
+  /// completes.
+  ///
+  /// Every warpgroup alternates between waiting and handing over. A named
+  /// barrier counts arrivals, not arriving warpgroups: had the last one
+  /// handed over twice in a row (after its last loop turn and after its
+  /// final product, with no wait of its own between), both hand-overs could
+  /// complete one phase of the first warpgroup's barrier before that one
+  /// waited on it, and the first warpgroup would wait forever. (On the H200
+  /// a forward with 112-key tiles, slower in its first warpgroup, hung so
+  /// with some twenty tiles a block.)
   void continueTurnsAcrossTiles(Block &tileBody) {
     auto turn = [&](OpKind kind, const char *only) {
       auto it = std::find_if(tileBody.ops.begin(), tileBody.ops.end(), [&](const std::unique_ptr<Op> &op) {
@@ -649,9 +659,10 @@ private:
     Block &outer = *tileLoop.parent;
     outer.ops.splice(passes::positionOf(tileLoop), tileBody.ops, passes::positionOf(*opening));
     opening->parent = &outer;
+    closing->attrs.erase("only");
     Builder handOver(tileBody, std::next(commit));
     handOver.setLoc(closing->loc);
-    handOver.create(OpKind::TurnPass, {}, {}, {{"only", Attr(std::string("last"))}});
+    handOver.create(OpKind::TurnPass, {}, {});
     Builder leftOver(outer, std::next(passes::positionOf(tileLoop)));
     leftOver.setLoc(closing->loc);
     leftOver.create(OpKind::TurnWait, {}, {}, {{"only", Attr(std::string("first"))}});

@@ -227,7 +227,11 @@ class AttnFwd(Workload):
     main_output = "O"
     peer_names = ["cuDNN", "flash"]
     tolerances = {"O": 1e-2, "L": 1e-3}
-    check_sizes = [dict(B=2, H=3, N=n, D=d, causal=c) for d in (64, 128) for c in (0, 1) for n in (128, 150, 1000, 1024, 4000)]
+    # The last sizes give a persistent kernel's blocks some ten tiles each
+    # (tiles outnumber the H200's 132 multiprocessors), where the consumer
+    # warpgroups' turns run on from tile to tile; the others, one each.
+    check_sizes = ([dict(B=2, H=3, N=n, D=d, causal=c) for d in (64, 128) for c in (0, 1) for n in (128, 150, 1000, 1024, 4000)]
+                   + [dict(B=8, H=32, N=1000, D=d, causal=c) for d in (64, 128) for c in (0, 1)])
     bench_sizes = _attn_sizes((1024, 2048, 4096, 8192, 16384))
     quick_sizes = _attn_sizes((4096,))
     argcheck_size = dict(B=1, H=2, N=128, D=64, causal=0)
@@ -296,7 +300,9 @@ class AttnBwd(Workload):
     main_output = "dQ"
     peer_names = ["cuDNN", "flash"]
     tolerances = {"Delta": 1e-2, "dQ": 1e-2, "dK": 1e-2, "dV": 1e-2}
-    check_sizes = [dict(B=2, H=3, N=n, D=d, causal=c) for d in (64, 128) for c in (0, 1) for n in (128, 150, 1000)]
+    # The last sizes give the persistent dK/dV kernel's blocks several tiles.
+    check_sizes = ([dict(B=2, H=3, N=n, D=d, causal=c) for d in (64, 128) for c in (0, 1) for n in (128, 150, 1000)]
+                   + [dict(B=8, H=32, N=1000, D=d, causal=c) for d in (64, 128) for c in (0, 1)])
     bench_sizes = _attn_sizes((1024, 2048, 4096, 8192, 16384))
     quick_sizes = _attn_sizes((4096,))
     argcheck_size = dict(B=1, H=2, N=128, D=64, causal=0)

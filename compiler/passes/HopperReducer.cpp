@@ -166,11 +166,11 @@ std::optional<Reduction> match(Kernel &kernel) {
 /// Registers per thread the consumers' loop needs: the tiles it carries,
 /// the products it computes afresh in each iteration (the moved one
 /// excepted) and the operand fragments kept in registers across it.
-int64_t consumerLoopRegisters(Kernel &kernel, const Reduction &r) {
+int64_t consumerLoopRegisters(Kernel &kernel, const Reduction &r, const Op &consumers) {
   int64_t registers = passes::loopRegisters(*r.loop, r.product);
   for (auto &op : kernel.body.ops)
     if (op->kind == OpKind::Convert && op->result()->type.layout.kind == LayoutKind::OperandA &&
-        passes::roleOf(kernel, *op) && passes::roleOf(kernel, *op)->strAttr("role") == "consumer")
+        passes::roleOf(kernel, *op) == &consumers)
       registers += passes::threadRegisters(op->result()->type);
   return registers;
 }
@@ -190,11 +190,12 @@ public:
     const Type &acc = r_.product->result()->type;
     if (acc.shape[0] != 64)
       return false;
-    Type whole = acc.withLayout(MemSpace::Register, {LayoutKind::Acc, 4, 1});
-    int64_t reducerRegs = (passes::threadRegisters(whole) + kReducerOverhead + 7) / 8 * 8;
+    // The reducer's one warpgroup holds all of the product's columns.
+    whole_ = acc.withLayout(MemSpace::Register, {LayoutKind::Acc, 4, 1});
+    int64_t reducerRegs = (passes::threadRegisters(whole_) + kReducerOverhead + 7) / 8 * 8;
     int64_t left = target_.registersPerSm - producerRegisters - 128 * reducerRegs;
     int64_t consumerRegs = std::min<int64_t>(a_.consumer->intAttr("regs"), roundDownTo8(left / consumerThreads));
-    if (consumerLoopRegisters(kernel_, r_) + passes::kRegisterHeadroom > consumerRegs)
+    if (consumerLoopRegisters(kernel_, r_, *a_.consumer) + passes::kRegisterHeadroom > consumerRegs)
       return false;
 
     hoistAllocation(passes::sharedRoot(r_.product->operands[0]));
@@ -351,10 +352,9 @@ private:
     Value *it = local(r_.iteration);
     lb.create(OpKind::MbarrierWait, {full, it}, {}, {{"release", Attr(int64_t(0))}});
     Value *slot = local(product_.operands[0]);
-    Type whole = product_.operands[2]->type.withLayout(MemSpace::Register, {LayoutKind::Acc, 4, 1});
-    Value *zero = lb.value(OpKind::Fill, {}, whole, {{"value", Attr(0.0)}});
+    Value *zero = lb.value(OpKind::Fill, {}, whole_, {{"value", Attr(0.0)}});
     lb.create(OpKind::WgmmaFence, {}, {});
-    Value *product = lb.value(OpKind::Wgmma, {slot, local(resident), zero}, whole, product_.attrs);
+    Value *product = lb.value(OpKind::Wgmma, {slot, local(resident), zero}, whole_, product_.attrs);
     lb.create(OpKind::WgmmaCommit, {}, {});
     lb.create(OpKind::WgmmaWait, {product}, {}, {{"pending", Attr(int64_t(0))}});
     Value *always = lb.value(OpKind::Const, {}, Type::scalar(DType::I1), {{"value", Attr(int64_t(1))}});
@@ -380,6 +380,7 @@ private:
   Anchors a_;
   const Target &target_;
   Moved product_, addition_;
+  Type whole_; ///< the moved product's type in the reducer
 };
 
 class HopperReducerPass : public Pass {

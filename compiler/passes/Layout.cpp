@@ -277,7 +277,7 @@ private:
       // query tile in a block of key rows) takes its own grid if nothing
       // ties its warps to whole rows.
       const auto &shape = values.front()->type.shape;
-      if (layout.kind == LayoutKind::Acc && shape[0] % (16 * warpsM_) != 0 && !rowsOnly.count(root))
+      if (layout.kind == LayoutKind::Acc && !fillsKernelRows(values.front()->type) && !rowsOnly.count(root))
         std::tie(layout.warpsM, layout.warpsN) = squarestGrid(shape[0], shape[1]);
       classLayout_[root] = layout;
     }
@@ -441,9 +441,10 @@ private:
   /// B operands, and A operands read transposed, are read from shared memory
   /// by ldmatrix, which is also where a tile is transposed (lanes cannot
   /// trade registers that way); so is an A operand whose registers are not
-  /// laid out like an accumulator's rows in the kernel's warp grid. A tile in registers in such a
-  /// place is copied to shared memory once, right after it is computed, and
-  /// every product that needs it there reads the copy.
+  /// laid out like an accumulator's rows in the kernel's warp grid. A tile
+  /// in registers in such a place is copied to shared memory once, right
+  /// after it is computed, and every product that needs it there reads the
+  /// copy.
   bool stageSharedOperands() {
     std::vector<std::pair<Op *, unsigned>> places;
     walk(kernel_.body, [&](Op &op) {

@@ -124,7 +124,10 @@ private:
         if (Op *def = operand->definingOp; def && def->kind == OpKind::Load && def->parent != &body &&
                                             std::find(resident_.begin(), resident_.end(), def) == resident_.end())
           resident_.push_back(def);
-    consumerWarps_ = mmas_.front()->result()->type.layout.warpsM;
+    // (A product split by columns between the warpgroups spreads over all
+    // of them too.)
+    const Layout &grid = mmas_.front()->result()->type.layout;
+    consumerWarps_ = grid.warpsM * grid.warpsN;
   }
 
   /// Slot buffers and barriers before the loop, the resident tiles' copies,
@@ -527,6 +530,23 @@ private:
         releaseAfterLoop({rotated}, std::next(passes::positionOf(*rotated->definingOp), 2));
         return;
       }
+    // A loop that waits for a product of its own inside each iteration (one
+    // that it adds to a tensor) retires its accumulating products before
+    // the next: left in flight across that wait into the next iteration,
+    // ptxas (CUDA 13.0) ran every product of the loop one at a time (C7514,
+    // C7515).
+    bool addsInLoop = std::any_of(body.ops.begin(), body.ops.end(), [](const std::unique_ptr<Op> &op) {
+      return op->kind == OpKind::Store && op->hasAttr("accumulate");
+    });
+    if (addsInLoop) {
+      std::vector<Value *> accumulators;
+      for (Value *v : yield.operands)
+        if (v->definingOp && v->definingOp->kind == OpKind::Wgmma)
+          accumulators.push_back(v);
+      Builder end(body, std::prev(body.ops.end()));
+      end.setLoc(loop_.loc);
+      end.create(OpKind::WgmmaWait, accumulators, {}, {{"pending", Attr(int64_t(0))}});
+    }
     releaseAfterLoop(deferredResults, std::next(passes::positionOf(loop_)));
   }
 

@@ -270,30 +270,26 @@ private:
     after.setLoc(r_.stageStore->loc);
     Value *always = after.value(OpKind::Const, {}, Type::scalar(DType::I1), {{"value", Attr(int64_t(1))}});
     after.create(OpKind::MbarrierArrive, {full, r_.iteration, always}, {}, {{"all_lanes", Attr(int64_t(1))}});
-    // The product and its addition leave (the reducer remakes them from
-    // what is kept here); the scalars they used stay for the reducer to
-    // clone (dead code afterwards).
+    // The product (with its fence and commit, and the waits for it alone)
+    // and its addition leave, as does the barrier across the consumers
+    // that only the product needed; the reducer remakes them from what is
+    // kept here. Work the consumers issued among them (another product)
+    // stays, and so do the scalars they used, for the reducer to clone
+    // (dead code afterwards).
     product_ = Moved{r_.product->operands, r_.product->attrs, r_.product->loc};
     addition_ = Moved{r_.addition->operands, r_.addition->attrs, r_.addition->loc};
-    auto stop = std::next(passes::positionOf(*r_.addition));
-    for (auto op = passes::positionOf(*r_.crossBarrier); op != stop;) {
-      if ((*op)->results.size() == 1 && (*op)->result()->type.isScalar())
-        ++op;
-      else
-        op = body.ops.erase(op);
-    }
+    auto productAt = passes::positionOf(*r_.product);
+    std::vector<Op *> leaving{r_.crossBarrier, r_.product, r_.addition};
+    if (productAt != body.ops.begin() && (*std::prev(productAt))->kind == OpKind::WgmmaFence)
+      leaving.push_back(std::prev(productAt)->get());
+    if (std::next(productAt) != body.ops.end() && (*std::next(productAt))->kind == OpKind::WgmmaCommit)
+      leaving.push_back(std::next(productAt)->get());
+    for (auto &op : body.ops)
+      if (op->kind == OpKind::WgmmaWait && op->operands.size() == 1 && op->operands[0] == r_.product->result())
+        leaving.push_back(op.get());
+    for (Op *op : leaving)
+      body.ops.erase(passes::positionOf(*op));
     r_.product = r_.addition = nullptr;
-    // Each iteration's accumulating products retire before the next.
-    Op &yield = *body.ops.back();
-    std::vector<Value *> accumulators;
-    for (Value *v : yield.operands)
-      if (v->definingOp && v->definingOp->kind == OpKind::Wgmma)
-        accumulators.push_back(v);
-    if (!accumulators.empty()) {
-      Builder end(body, std::prev(body.ops.end()));
-      end.setLoc(r_.loop->loc);
-      end.create(OpKind::WgmmaWait, accumulators, {}, {{"pending", Attr(int64_t(0))}});
-    }
   }
 
   void buildReducer(int64_t regs, Value *full, Value *empty) {

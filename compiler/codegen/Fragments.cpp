@@ -62,8 +62,10 @@ std::string Fragment::flatIndex(const std::vector<std::string> &coordExprs) cons
 WarpCoords warpCoordsIn(const Layout &layout, int kernelWarpsN, bool inRole) {
   // In a warpgroup role, a grid of four warp rows and several columns is
   // numbered warpgroup by warpgroup, as wgmma splits a product: warpgroup w
-  // holds column w (`warp_m` counts the role's warps).
-  if (inRole && layout.kind == LayoutKind::Acc && layout.warpsM == 4 && layout.warpsN > 1)
+  // holds column w (`warp_m` counts the role's warps). A row vector of such
+  // a tile follows it.
+  bool tileOrRows = layout.kind == LayoutKind::Acc || layout.kind == LayoutKind::AccRow;
+  if (inRole && tileOrRows && layout.warpsM == 4 && layout.warpsN > 1)
     return {"(warp_m % 4)", "(warp_m / 4)"};
   if (layout.warpsN == kernelWarpsN)
     return {};

@@ -248,25 +248,52 @@ bool isBulkAddition(const Op &store, const Block &body) {
   return t.shape[0] % 64 == 0 && t.shape[1] % (kSwizzle128RowBytes / 4) == 0;
 }
 
-/// Whether `v` is a fresh product's zero accumulator or its result, to be
-/// split by columns: 64 rows in a kernel of more warps, only ever feeding
-/// that product and an accumulating store.
+/// Whether `v` is a tile to split by columns between the consumer
+/// warpgroups (#acc<4xG>, each warpgroup all 64 rows and its G-th of the
+/// columns, as wgmma splits a product of 64 rows): a 64-row accumulator
+/// tile or row vector spread over all of a kernel's warps, more than one
+/// warpgroup. Its uses must keep to one warpgroup's columns: elementwise
+/// work, row vectors broadcast along the rows, copies to shared memory,
+/// products that start from zeros or accumulating stores. Reducing its
+/// rows, reading it as a product's A operand from registers or carrying it
+/// around the loop would need the other warpgroup's columns.
 bool splitByColumns(Kernel &kernel, Value *v) {
   const Type &t = v->type;
-  if (t.layout.kind != LayoutKind::Acc || t.shape.size() != 2 || t.shape[0] != 64 ||
-      t.layout.warpsM * t.layout.warpsN <= 4 || t.dtype != DType::F32)
+  bool tile = t.layout.kind == LayoutKind::Acc && t.shape.size() == 2;
+  bool rowVector = t.layout.kind == LayoutKind::AccRow && t.shape.size() == 1;
+  int warps = t.layout.warpsM * t.layout.warpsN;
+  if (!(tile || rowVector) || t.shape[0] != 64 || warps <= 4 || warps % 4 != 0 || warps != kernel.warps)
     return false;
-  Op *def = v->definingOp;
-  if (!def || !(def->kind == OpKind::Mma || (def->kind == OpKind::Fill && def->operands.empty())))
+  if (v->definingOp == nullptr) // a loop-carried value
     return false;
   bool ok = true;
   walk(kernel.body, [&](Op &op) {
-    for (size_t i = 0; i < op.operands.size(); ++i)
-      if (op.operands[i] == v) {
-        bool product = op.kind == OpKind::Mma && i == 2 && def->kind == OpKind::Fill;
-        bool addition = op.kind == OpKind::Store && i == 1 && op.hasAttr("accumulate") && def->kind == OpKind::Mma;
-        ok &= product || addition;
+    for (size_t i = 0; i < op.operands.size(); ++i) {
+      if (op.operands[i] != v)
+        continue;
+      switch (op.kind) {
+      case OpKind::Mma:
+        ok &= i == 2 && v->definingOp->kind == OpKind::Fill;
+        break;
+      case OpKind::Store:
+        ok &= i == 1 && op.hasAttr("accumulate");
+        break;
+      case OpKind::Yield:
+        ok = false;
+        break;
+      case OpKind::Reduce:
+        ok = false;
+        break;
+      case OpKind::Convert:
+        ok &= op.result()->type.isShared();
+        break;
+      default:
+        // Elementwise work and broadcasts stay in the tile's grid.
+        for (auto &r : op.results)
+          ok &= !r->type.isRegister() || r->type.isScalar() || r->type.shape[0] == 64;
+        break;
       }
+    }
   });
   return ok;
 }
@@ -306,8 +333,9 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel, FusedMismatch &mismatch)
       else if (int warps = t.layout.warpsM * t.layout.warpsN;
                t.layout.kind != LayoutKind::AccCol && t.shape[0] != 16 * warps)
         misfit = FusedMismatch{&op, fmt::format("this tile has {} rows where each of the kernel's {} warps needs 16 "
-                                                "(only a 64-row product that an `atomic_add` alone reads may have "
-                                                "fewer)",
+                                                "(a 64-row tile may have fewer where the warpgroups can split its "
+                                                "columns: not carried by the loop, its rows not reduced, not a "
+                                                "product's first operand in registers)",
                                                 t.shape[0], warps)};
       else if (t.layout.warpsN != 1)
         misfit = FusedMismatch{&op, fmt::format("this tile is split among the warps by columns too ({} by {} warps), "
@@ -352,6 +380,10 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel, FusedMismatch &mismatch)
     Op *def = v->definingOp;
     return def && def->kind == OpKind::Load && def->parent == &kernel.body && v->type.isShared() &&
            isSixteenBitTile(v->type) && v->type.shape[1] % 64 == 0;
+  };
+  auto addStaged = [&](Op *convert) { // one copy may serve several products
+    if (std::find(f.staged.begin(), f.staged.end(), convert) == f.staged.end())
+      f.staged.push_back(convert);
   };
   auto addResident = [&](Op *load) {
     if (std::find(f.resident.begin(), f.resident.end(), load) == f.resident.end())
@@ -402,9 +434,22 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel, FusedMismatch &mismatch)
           !isSixteenBitTile(a->type) || !convert->operands[0]->type.isRegister() ||
           a->type.shape[1] != acc.shape[0] || a->type.shape[0] != k || k % 16 != 0)
         return no(op.get(), "this product's transposed first operand is not a 16-bit tile computed in the loop");
-      f.staged.push_back(convert);
+      addStaged(convert);
       continue;
     }
+    if (Op *convert = a->definingOp; convert && convert->kind == OpKind::Convert && convert->parent == &body &&
+                                      a->type.isShared()) {
+      // Staged, read K-major: [M, K] in panels of 64 columns of K.
+      if (!isSixteenBitTile(a->type) || !convert->operands[0]->type.isRegister() ||
+          a->type.shape[0] != acc.shape[0] || a->type.shape[1] != k || k % 64 != 0)
+        return no(op.get(), "this product's first operand, computed in the loop, is not a 16-bit tile of 64-column "
+                            "multiples");
+      addStaged(convert);
+      continue;
+    }
+    if (byColumns && a->type.isRegister())
+      return no(op.get(), "this 64-row product's first operand is in registers, where each warpgroup holds only its "
+                          "own columns");
     if (a->type.isRegister()) {
       if (a->type.layout.kind != LayoutKind::OperandA)
         return no(op.get(), "this product's first operand is in registers but not in the operand layout");
@@ -446,6 +491,41 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel, FusedMismatch &mismatch)
   return f;
 }
 
+/// Shared memory of a fused loop: what stays for the whole kernel (the
+/// resident tiles, two slots of each staged tile, the additions' staging
+/// tiles) and what one pipeline stage of the streamed tiles takes.
+struct FusedBudget {
+  int64_t fixedBytes = 0;
+  int64_t stageBytes = 0;
+  int64_t lateBytes = 0; ///< of stageBytes, the tiles only the late product reads
+  int64_t roomBytes = 0; ///< for the stages, beside the fixed part
+};
+
+FusedBudget budgetOf(const FusedLoop &f, const Target &target) {
+  FusedBudget b;
+  for (Op *load : f.resident)
+    b.fixedBytes += passes::sharedBufferBytes(load->result()->type);
+  for (Op *convert : f.staged)
+    b.fixedBytes += 2 * passes::sharedBufferBytes(convert->result()->type);
+  for (Op *store : f.adds) {
+    const Type &tile = store->operands[1]->type;
+    b.fixedBytes += tile.numElements() * dtypeBytes(tile.dtype);
+  }
+  std::vector<Op *> late = passes::tilesReadAnIterationLate(*f.loop);
+  for (Op *load : f.streamed) {
+    int64_t bytes = passes::sharedBufferBytes(load->result()->type);
+    b.stageBytes += bytes;
+    if (std::find(late.begin(), late.end(), load) != late.end())
+      b.lateBytes += bytes;
+  }
+  b.roomBytes = target.sharedMemoryPerBlock(intendedBlocksPerSm(f.warps)) - kReservedSharedBytes - b.fixedBytes;
+  return b;
+}
+
+/// A pipeline needs two stages at least: the consumers release a slot only
+/// after issuing the next iteration's products.
+constexpr int64_t kMinStages = 2;
+
 class HopperLayoutPass : public Pass {
 public:
   const char *name() const override { return "hopper-layout"; }
@@ -473,7 +553,15 @@ private:
     });
     if (found.size() != 1 || mmas != 1 || !onlyAccumulatorLayouts(kernel)) {
       FusedMismatch mismatch;
-      if (auto f = matchFusedLoop(kernel, mismatch))
+      auto f = matchFusedLoop(kernel, mismatch);
+      if (f && budgetOf(*f, target).roomBytes < kMinStages * budgetOf(*f, target).stageBytes) {
+        FusedBudget b = budgetOf(*f, target);
+        mismatch = {f->loop, fmt::format("two stages of its loop's tiles ({} bytes each) do not fit in shared memory "
+                                         "beside the {} bytes of its resident, staged and addition tiles",
+                                         b.stageBytes, b.fixedBytes)};
+        f.reset();
+      }
+      if (f)
         layOutFused(kernel, *f, target);
       else if (mmas > 0)
         // Correct code still, at half the tensor cores' rate or less: say
@@ -531,13 +619,11 @@ private:
   }
 
   void layOutFused(Kernel &kernel, FusedLoop &f, const Target &target) {
+    FusedBudget budget = budgetOf(f, target);
     for (Op *load : f.streamed)
       load->result()->type.layout = {LayoutKind::Swizzle128, 1, 1};
-    int64_t residentBytes = 0;
-    for (Op *load : f.resident) {
+    for (Op *load : f.resident)
       load->result()->type.layout = {LayoutKind::Swizzle128, 1, 1};
-      residentBytes += passes::sharedBufferBytes(load->result()->type);
-    }
     // wgmma reads resident A tiles from shared memory: the conversions to
     // registers go.
     for (Op *mma : f.mmas) {
@@ -557,34 +643,23 @@ private:
       }
     // Products of 64 rows go to the consumer warpgroups by columns.
     for (Value *v : f.split)
-      v->type.layout = {LayoutKind::Acc, 4, f.warps / 4};
+      v->type.layout = {v->type.layout.kind, 4, f.warps / 4};
     // Staged tiles: written by the consumers, read by wgmma as M-major
     // panels, in two slots (hopper-pipeline alternates them).
-    for (Op *convert : f.staged) {
+    for (Op *convert : f.staged)
       convert->result()->type.layout = {LayoutKind::Swizzle128, 1, 1};
-      residentBytes += 2 * passes::sharedBufferBytes(convert->result()->type);
-    }
     // Each addition goes out through a staging tile of its own, whole.
     for (Op *store : f.adds) {
       store->attrs["epilogue"] = Attr(std::string("tma"));
       store->attrs["staging_cols"] = Attr(store->operands[1]->type.shape[1]);
-      residentBytes += passes::epilogueStagingBytes(*store);
     }
     kernel.warps = f.warps + 4;
 
     // A tile that only the product issued an iteration late reads stays
     // taken an iteration longer than the others (see the rings below).
     std::vector<Op *> late = passes::tilesReadAnIterationLate(*f.loop);
-    int64_t stageBytes = 0, lateBytes = 0;
-    for (Op *load : f.streamed) {
-      int64_t bytes = passes::sharedBufferBytes(load->result()->type);
-      stageBytes += bytes;
-      if (std::find(late.begin(), late.end(), load) != late.end())
-        lateBytes += bytes;
-    }
+    int64_t stageBytes = budget.stageBytes, lateBytes = budget.lateBytes, room = budget.roomBytes;
     int64_t asked = f.loop->intAttr("stages", 2);
-    int blocks = intendedBlocksPerSm(f.warps);
-    int64_t room = target.sharedMemoryPerBlock(blocks) - kReservedSharedBytes - residentBytes;
     // A persistent kernel with resident tiles (the attention forward's
     // query tile) runs below the preferred depth on rings of its own for
     // the late tiles, a slot deeper than the others: the tiles the first
@@ -594,7 +669,7 @@ private:
     // gives the resident tiles (a second slot, the next tile's copy).
     bool rings = kernel.persistent == 1 && !f.resident.empty() && !late.empty();
     int64_t fit = (room - (rings ? lateBytes : 0)) / stageBytes;
-    int64_t stages = std::max<int64_t>(asked, std::min<int64_t>(fit, kPreferredStages));
+    int64_t stages = std::max<int64_t>({kMinStages, asked, std::min<int64_t>(fit, kPreferredStages)});
     if (rings && stages < kPreferredStages && stages * stageBytes + lateBytes <= room)
       for (Op *load : late)
         load->attrs["hopper_slots"] = Attr(stages + 1);

@@ -457,6 +457,7 @@ private:
       if (!a.isShared() && (op.intAttr("trans_a") || !rowsOfKernelGrid))
         places.push_back({&op, 0});
     });
+    mergePaddingMasks(places);
     std::map<Value *, Value *> staged;
     for (auto [mma, index] : places) {
       Value *tile = mma->operands[index];
@@ -477,6 +478,64 @@ private:
       mma->operands[index] = copy;
     }
     return true;
+  }
+
+  /// Products that read one tile from shared memory masked along different
+  /// axes (the attention backward with queries as rows: dS masked along the
+  /// queries for dK, along the keys for dQ) read it masked along all of them,
+  /// from one copy. A mask zeroes padding (see tail), which no result
+  /// depends on except through the contraction or reduction it is masked
+  /// for: the other product's zeros there change nothing it computes.
+  void mergePaddingMasks(const std::vector<std::pair<Op *, unsigned>> &places) {
+    std::map<Value *, std::vector<Value **>> readersOf; // unmasked tile -> the operands reading a mask of it
+    for (auto [mma, index] : places) {
+      Op *mask = mma->operands[index]->definingOp;
+      if (mask && mask->kind == OpKind::Mask && mask->parent == mma->parent && mask->floatAttr("fill") == 0.0)
+        readersOf[mask->operands[0]].push_back(&mma->operands[index]);
+    }
+    for (auto &[tile, readers] : readersOf) {
+      std::map<int64_t, Op *> byAxis;
+      bool sameBlock = true;
+      for (Value **operand : readers) {
+        Op *mask = (*operand)->definingOp;
+        byAxis.emplace(mask->intAttr("axis"), mask);
+        sameBlock &= mask->parent == readers.front()[0]->definingOp->parent;
+      }
+      if (byAxis.size() < 2 || !sameBlock)
+        continue;
+      // The merged masks go right after the earliest of them, where every
+      // bound must already be known.
+      Block &block = *byAxis.begin()->second->parent;
+      auto first = block.ops.end();
+      for (auto &[axis, mask] : byAxis)
+        if (auto at = findOp(block, mask); first == block.ops.end() || isBefore(block, at, first))
+          first = at;
+      bool boundsKnown = true;
+      for (auto &[axis, mask] : byAxis)
+        if (Op *def = mask->operands[1]->definingOp; def && def->parent == &block)
+          boundsKnown &= isBefore(block, findOp(block, def), first);
+      if (!boundsKnown)
+        continue;
+      Builder builder(block, std::next(first));
+      builder.setLoc((*first)->loc);
+      Value *merged = (*first)->result();
+      for (auto &[axis, mask] : byAxis)
+        if (mask != first->get())
+          merged = builder.value(OpKind::Mask, {merged, mask->operands[1]}, merged->type, mask->attrs);
+      for (Value **operand : readers)
+        *operand = merged;
+    }
+  }
+
+  static bool isBefore(Block &block, std::list<std::unique_ptr<Op>>::iterator a,
+                       std::list<std::unique_ptr<Op>>::iterator b) {
+    for (auto it = block.ops.begin(); it != block.ops.end(); ++it) {
+      if (it == b)
+        return false;
+      if (it == a)
+        return true;
+    }
+    return false;
   }
 
   /// Moves the casts and masks that turn a computed tile into `a` up to

@@ -32,11 +32,16 @@
 // warpgroup and `hopper_stages`. With a single consumer warpgroup the stages
 // are sized so that two blocks share a multiprocessor. Such a loop may also
 // stage a register tile in shared memory for a product that reads it
-// transposed (a `convert` to #swizzle128, written by the consumers), read a
-// B operand loaded before the loop, split a product of 64 rows between the
-// consumer warpgroups by columns (#acc<4xG>), and add a product's f32
-// result to a tensor in every iteration through the bulk copy engine
-// (marked like the epilogue's store). Where hopper-pipeline will issue the
+// transposed or as it is (a `convert` to #swizzle128, written by the
+// consumers; one copy serves every product that reads it), read a B
+// operand loaded before the loop, split 64-row tiles between the consumer
+// warpgroups by columns (#acc<4xG>, each warpgroup all 64 rows: the
+// attention backward's scores with queries as rows, with their row vectors
+// #accrow<4xG> and dQ's share), and add a product's f32 result to a tensor
+// in every iteration through the bulk copy engine (marked like the
+// epilogue's store). Two pipeline stages at least must fit beside the
+// resident and staged tiles; where they do not, the kernel stays on
+// mma.sync with a warning that says so. Where hopper-pipeline will issue the
 // second of two products an iteration late (the attention forward's output
 // product) in a persistent kernel with resident tiles, below the preferred
 // depth, the tiles only that product reads get a ring of their own,

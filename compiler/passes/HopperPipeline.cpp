@@ -525,7 +525,7 @@ private:
           takeTurns(*issued[0]->definingOp, *rotated->definingOp);
         // (With a ring of its own, the late tile's slot in this iteration
         // has no reader left.)
-        removeDeadScalars(body);
+        passes::eliminateDeadCode(body);
         // After the last product and its commit.
         releaseAfterLoop({rotated}, std::next(passes::positionOf(*rotated->definingOp), 2));
         return;
@@ -556,8 +556,8 @@ private:
       passes::eraseOp(*load);
     for (Op *load : resident_)
       passes::eraseOp(*load);
-    removeDeadScalars(*loop_.body);
-    removeDeadScalars(*loop_.parent);
+    passes::eliminateDeadCode(*loop_.body);
+    passes::eliminateDeadCode(*loop_.parent);
   }
 
   /// After the loop: the products still in flight, then the last slot.
@@ -817,23 +817,6 @@ private:
     return it;
   }
 
-  static void removeDeadScalars(Block &body) {
-    bool changed = true;
-    while (changed) {
-      changed = false;
-      passes::UseCounts uses = passes::countUses(body);
-      for (auto it = body.ops.begin(); it != body.ops.end();) {
-        Op &op = **it;
-        bool dead = op.results.size() == 1 && op.result()->type.isScalar() && !op.body && uses[op.result()] == 0;
-        if (dead) {
-          it = body.ops.erase(it);
-          changed = true;
-        } else {
-          ++it;
-        }
-      }
-    }
-  }
 
   Op &loop_;
   int64_t stages_ = 2;

@@ -205,38 +205,13 @@ public:
     buildReducer(reducerRegs, full, empty);
     a_.consumer->attrs["regs"] = Attr(consumerRegs);
     kernel_.warps += 4;
-    removeUnusedValues(*r_.loop->body);
+    // The zero accumulator and the scalar arithmetic that only the moved
+    // product and addition used.
+    passes::eliminateDeadCode(*r_.loop->body);
     return true;
   }
 
 private:
-  /// The zero accumulator and the scalar arithmetic that only the moved
-  /// product and addition used. (fold's dead-code sweep does not know the
-  /// role and barrier ops of these kernels.)
-  static void removeUnusedValues(Block &body) {
-    auto pure = [](const Op &op) {
-      switch (op.kind) {
-      case OpKind::Fill: case OpKind::Const: case OpKind::BlockId: case OpKind::Add: case OpKind::Sub:
-      case OpKind::Mul: case OpKind::Rem: case OpKind::StageView: case OpKind::Mask:
-        return op.results.size() == 1;
-      default:
-        return false;
-      }
-    };
-    for (bool changed = true; changed;) {
-      changed = false;
-      passes::UseCounts uses = passes::countUses(body);
-      for (auto it = body.ops.begin(); it != body.ops.end();) {
-        if (pure(**it) && uses[(*it)->result()] == 0) {
-          it = body.ops.erase(it);
-          changed = true;
-        } else {
-          ++it;
-        }
-      }
-    }
-  }
-
   /// An allocation both roles use goes before the first role.
   void hoistAllocation(Value *buffer) {
     Op *alloc = buffer->definingOp;

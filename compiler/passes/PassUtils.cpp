@@ -15,6 +15,27 @@ bool hasSideEffects(const Op &op) {
   case OpKind::Barrier:
   case OpKind::Yield:
   case OpKind::Grid:
+  // The Hopper pipeline's synchronisation, copies and asynchronous products:
+  // their effects are on barriers, shared memory and the issue order.
+  case OpKind::MbarrierInit:
+  case OpKind::MbarrierExpectTx:
+  case OpKind::MbarrierWait:
+  case OpKind::MbarrierArrive:
+  case OpKind::TmaLoad:
+  case OpKind::WarpCopy:
+  case OpKind::Wgmma:
+  case OpKind::WgmmaFence:
+  case OpKind::WgmmaCommit:
+  case OpKind::WgmmaWait:
+  case OpKind::WarpgroupRole:
+  case OpKind::WarpgroupRoleEnd:
+  case OpKind::SmemStore:
+  case OpKind::FenceProxyAsync:
+  case OpKind::WarpgroupBarrier:
+  case OpKind::TmaStore:
+  case OpKind::TmaStoreWait:
+  case OpKind::TurnWait:
+  case OpKind::TurnPass:
     return true;
   case OpKind::For:
     return std::any_of(op.body->ops.begin(), op.body->ops.end(), [](const std::unique_ptr<Op> &inner) {

@@ -15,8 +15,8 @@ namespace tkc::passes {
 using OpIterator = std::list<std::unique_ptr<ir::Op>>::iterator;
 
 /// True for ops that must stay even when nothing uses their results: stores,
-/// asynchronous copies, barriers, terminators, and loops that contain any of
-/// these.
+/// asynchronous copies and products, barriers and fences, role markers,
+/// terminators, and loops that contain any of these.
 bool hasSideEffects(const ir::Op &op);
 
 /// Number of operand slots that refer to each value, counted over `block`

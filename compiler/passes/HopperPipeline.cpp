@@ -399,15 +399,17 @@ private:
     }
   }
 
-  /// Replaces `mma` by fence, wgmma, commit; returns the wgmma's result. A
-  /// transposed A operand that the consumers write to shared memory in the
-  /// loop (staged) alternates between two slots by iteration, and a barrier
-  /// of the whole consumer role after the writes (and a proxy fence that
-  /// shows them to wgmma) waits until every warpgroup has written its rows.
-  /// No barrier is needed before the writes: a warpgroup writes slot it % 2
-  /// only after passing iteration it - 1's barrier, which every warpgroup
-  /// reaches after waiting for its product of iteration it - 2, the slot's
-  /// last reader (each waits for its product within the iteration).
+  /// Replaces `mma` by fence, wgmma, commit; returns the wgmma's result. An
+  /// A operand that the consumers write to shared memory in the loop
+  /// (staged) alternates between two slots by iteration, and a barrier after
+  /// the writes (and a proxy fence that shows them to wgmma) waits until
+  /// the warpgroups that the products read from have written: each its own
+  /// warpgroup where every product reads only what its warpgroup wrote, else
+  /// the whole consumer role. No barrier is needed before the writes: a
+  /// warpgroup writes slot it % 2 only after passing iteration it - 1's
+  /// barrier, which every warpgroup that reads its part reaches after
+  /// waiting for its product of iteration it - 2, the slot's last reader
+  /// (each waits for its product within the iteration or the next).
   Value *issue(Op &mma) {
     Block &body = *loop_.body;
     Op *staged = mma.operands[0]->definingOp;
@@ -446,9 +448,33 @@ private:
     view->nameHint = tile->nameHint;
     at.create(OpKind::SmemStore, {view, convert.operands[0]}, {});
     at.create(OpKind::FenceProxyAsync, {}, {});
-    at.create(OpKind::WarpgroupBarrier, {}, {}, {{"all", Attr(int64_t(1))}});
+    bool own = std::all_of(body.ops.begin(), body.ops.end(), [&](const std::unique_ptr<Op> &op) {
+      bool reader = (op->kind == OpKind::Mma || op->kind == OpKind::Wgmma) && op->operands[0] == tile;
+      return !reader || readsOwnWrites(convert.operands[0]->type, *op);
+    });
+    if (own)
+      at.create(OpKind::WarpgroupBarrier, {}, {});
+    else
+      at.create(OpKind::WarpgroupBarrier, {}, {}, {{"all", Attr(int64_t(1))}});
     replaceAllUsesIn(body, tile, view);
     passes::eraseOp(convert);
+  }
+
+  /// Whether each consumer warpgroup's share of `reader`, a product whose A
+  /// operand the warpgroups write from registers of type `written`, reads
+  /// only what that warpgroup wrote: its 64 rows of the product are the 64
+  /// columns it holds of a tile split by columns (read transposed, as the
+  /// attention backward's dV = P^T dO reads P with queries as rows), or the
+  /// 64 rows it holds of a tile read as it is.
+  static bool readsOwnWrites(const Type &written, const Op &reader) {
+    const Layout &from = written.layout, &to = reader.result()->type.layout;
+    int groups = from.warpsM * from.warpsN / 4;
+    bool rowsPerGroup = to.kind == LayoutKind::Acc && to.warpsN == 1 && to.warpsM == 4 * groups && groups > 1;
+    if (from.kind != LayoutKind::Acc || !rowsPerGroup)
+      return false;
+    if (reader.intAttr("trans_a"))
+      return from.warpsM == 4 && from.warpsN == groups && written.shape[1] == 64 * groups;
+    return from.warpsN == 1 && written.shape[0] == 64 * groups;
   }
 
   /// A GEMM step: one group stays in flight; each iteration waits for the

@@ -284,8 +284,6 @@ bool splitByColumns(Kernel &kernel, Value *v) {
         ok &= i == 1 && op.hasAttr("accumulate");
         break;
       case OpKind::Yield:
-        ok = false;
-        break;
       case OpKind::Reduce:
         ok = false;
         break;
@@ -559,12 +557,14 @@ private:
     if (found.size() != 1 || mmas != 1 || !onlyAccumulatorLayouts(kernel)) {
       FusedMismatch mismatch;
       auto f = matchFusedLoop(kernel, mismatch);
-      if (f && budgetOf(*f, target).roomBytes < kMinStages * budgetOf(*f, target).stageBytes) {
+      if (f) {
         FusedBudget b = budgetOf(*f, target);
-        mismatch = {f->loop, fmt::format("two stages of its loop's tiles ({} bytes each) do not fit in shared memory "
-                                         "beside the {} bytes of its resident, staged and addition tiles",
-                                         b.stageBytes, b.fixedBytes)};
-        f.reset();
+        if (b.roomBytes < kMinStages * b.stageBytes) {
+          mismatch = {f->loop, fmt::format("two stages of its loop's tiles ({} bytes each) do not fit in shared "
+                                           "memory beside the {} bytes of its resident, staged and addition tiles",
+                                           b.stageBytes, b.fixedBytes)};
+          f.reset();
+        }
       }
       if (f)
         layOutFused(kernel, *f, target);
@@ -646,7 +646,8 @@ private:
         else
           ++it;
       }
-    // Products of 64 rows go to the consumer warpgroups by columns.
+    // 64-row tiles and their row vectors go to the consumer warpgroups by
+    // columns.
     for (Value *v : f.split)
       v->type.layout = {v->type.layout.kind, 4, f.warps / 4};
     // Staged tiles: written by the consumers, read by wgmma as M-major

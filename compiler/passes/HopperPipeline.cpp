@@ -843,7 +843,6 @@ private:
     return it;
   }
 
-
   Op &loop_;
   int64_t stages_ = 2;
   Value *lo_ = nullptr, *hi_ = nullptr;

@@ -422,7 +422,10 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel, FusedMismatch &mismatch)
                                       n / groups));
     if (!(inLoopLoad(b) || residentB))
       return no(op.get(), "this product's second operand is not a 16-bit tile loaded into shared memory");
-    if (byColumns && (n / groups) % (kSwizzle128RowBytes / 4) != 0) // a bulk addition's window, one warpgroup's
+    bool added = std::any_of(body.ops.begin(), body.ops.end(), [&](const std::unique_ptr<Op> &o) {
+      return o->kind == OpKind::Store && o->hasAttr("accumulate") && o->operands[1] == op->result();
+    });
+    if (byColumns && added && (n / groups) % (kSwizzle128RowBytes / 4) != 0) // a bulk addition's window, one warpgroup's
       return no(op.get(), "this 64-row product's columns a warpgroup are not a multiple of 32");
     int64_t k = transB ? b->type.shape[1] : b->type.shape[0];
     if (transB ? (b->type.shape[0] != n || k % 64 != 0) : (b->type.shape[1] != n || k % 16 != 0 || n % 64 != 0))
@@ -450,9 +453,6 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel, FusedMismatch &mismatch)
       addStaged(convert);
       continue;
     }
-    if (byColumns && a->type.isRegister())
-      return no(op.get(), "this 64-row product's first operand is in registers, where each warpgroup holds only its "
-                          "own columns");
     if (a->type.isRegister()) {
       if (a->type.layout.kind != LayoutKind::OperandA)
         return no(op.get(), "this product's first operand is in registers but not in the operand layout");

@@ -277,6 +277,23 @@ Machine::Status Machine::checkTmaStrides(const Op &op, const Tensor &t, const Va
 
 // --- the epilogue: staging tiles stored with bulk copies -------------------------
 
+namespace {
+/// The warpgroup of a role whose threads hold element (row, col) of a
+/// register tile, as the code generator numbers the warps in a role
+/// (codegen/Fragments.cpp): a grid of four warp rows and several columns
+/// by columns, warpgroup w holding column w; otherwise warp rows first, four
+/// warps a warpgroup. -1 where the layout does not say.
+int warpgroupOf(const Type &tile, int64_t row, int64_t col) {
+  const Layout &l = tile.layout;
+  if (l.kind != LayoutKind::Acc || tile.shape.size() != 2 || l.warpsM <= 0 || l.warpsN <= 0)
+    return -1;
+  int64_t wm = row / (tile.shape[0] / l.warpsM), wn = col / (tile.shape[1] / l.warpsN);
+  if (l.warpsM == 4 && l.warpsN > 1)
+    return static_cast<int>(wn);
+  return static_cast<int>((wm * l.warpsN + wn) / 4);
+}
+} // namespace
+
 Machine::Status Machine::execSmemStore(Context &ctx, const Op &op) {
   RValue &buffer = get(ctx, op.operands[0]);
   RValue &x = get(ctx, op.operands[1]);
@@ -307,6 +324,11 @@ Machine::Status Machine::execSmemStore(Context &ctx, const Op &op) {
   staging.writerCtx = &ctx;
   staging.writtenAt = clock_;
   staging.writtenEpoch = ctx.warpgroupEpoch;
+  staging.writtenRoleEpoch = ctx.roleEpoch;
+  staging.writerGroup.assign(rows * cols, -1);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      staging.writerGroup[r * cols + c] = warpgroupOf(xType, r, first + c);
   if (b.offset >= 0) {
     if (genericWrite(ctx, op, op.operands[0], b.offset + slot * b.slotBytes, b.slotBytes, true) == Status::Failed)
       return Status::Failed;
@@ -321,8 +343,42 @@ Machine::Status Machine::execFenceProxyAsync(Context &ctx, const Op &op) {
 }
 
 Machine::Status Machine::execWarpgroupBarrier(Context &ctx, const Op &op) {
-  // The role's warps run together here: the barrier orders their accesses.
+  // The role's warps run together here: the barrier orders their accesses
+  // (each warpgroup's own, and with `all` every warpgroup's, which
+  // checkWarpgroupsMet tells apart).
   ++ctx.warpgroupEpoch;
+  if (op.intAttr("all"))
+    ++ctx.roleEpoch;
+  return Status::Next;
+}
+
+
+/// A tile the role's threads wrote to shared memory and a `wgmma` reads:
+/// each warpgroup's share of the product reads all of the tile (split by
+/// columns) or its 64 rows of M, and where it reads what another
+/// warpgroup wrote a `warpgroup_barrier {all = 1}` must lie between.
+Machine::Status Machine::checkWarpgroupsMet(Context &ctx, const Op &wgmma, const Value *operand, RValue &r,
+                                            bool transposed) {
+  int64_t slot = slotOf(r);
+  if (slot < 0 || ctx.warpgroups() < 2)
+    return Status::Next;
+  SharedBuffer::Staging &staging = r.buffer->staging[slot];
+  if (staging.writerCtx != &ctx || staging.writerGroup.empty() || staging.writtenRoleEpoch != ctx.roleEpoch)
+    return Status::Next;
+  const Type &acc = wgmma.result()->type;
+  bool wholeTile = acc.layout.warpsN > 1 && acc.layout.warpsN == ctx.warpgroups();
+  int64_t rows = operand->type.shape[0], cols = operand->type.shape[1];
+  for (int g = 0; g < ctx.warpgroups(); ++g)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        int64_t m = transposed ? j : i; // the row of the product
+        if (!wholeTile && m / 64 != g)
+          continue;
+        int writer = staging.writerGroup[i * cols + j];
+        if (writer != g)
+          return fail(wgmma, DiagId::InterpMissingRoleBarrier, g + 1, nameOf(r.buffer->value), i, j,
+                      writer < 0 ? std::string("another") : std::to_string(writer + 1));
+      }
   return Status::Next;
 }
 
@@ -475,6 +531,8 @@ Machine::Status Machine::execWgmma(Context &ctx, const Op &op) {
     if (genericRead(ctx, op, op.operands[i], r) == Status::Failed)
       return Status::Failed;
   }
+  if (checkWarpgroupsMet(ctx, op, op.operands[0], get(ctx, op.operands[0]), transA) == Status::Failed)
+    return Status::Failed;
   PendingWgmma w;
   w.op = &op;
   w.a = get(ctx, op.operands[0]);

@@ -76,6 +76,10 @@ struct SharedBuffer {
     const void *writerCtx = nullptr;
     uint64_t writtenAt = 0;
     int64_t writtenEpoch = 0;
+    int64_t writtenRoleEpoch = 0;
+    /// Per element of the slot, the warpgroup of the role whose threads
+    /// wrote it (-1: not known, as if another warpgroup's).
+    std::vector<int> writerGroup;
     const void *readEndCtx = nullptr;
     int64_t readEndEpoch = -1;
   };
@@ -171,6 +175,7 @@ struct Context {
   uint64_t lastFence = 0;
   uint64_t lastProxyFence = 0;  ///< fence_proxy_async
   int64_t warpgroupEpoch = 0;   ///< warpgroup_barriers passed
+  int64_t roleEpoch = 0;        ///< warpgroup_barriers {all = 1} passed (each warpgroup meets the others)
   int64_t releases = 0;         ///< arrivals on mbarriers after each thread's own accesses
   Released seen;                ///< what the mbarrier phases it waited for released
   std::vector<PendingWgmma> open;
@@ -298,6 +303,7 @@ private:
   Status execWgmmaCommit(Context &ctx, const ir::Op &op);
   Status execWgmmaWait(Context &ctx, const ir::Op &op);
   Status execSmemStore(Context &ctx, const ir::Op &op);
+  Status checkWarpgroupsMet(Context &ctx, const ir::Op &wgmma, const ir::Value *operand, RValue &r, bool transposed);
   Status execFenceProxyAsync(Context &ctx, const ir::Op &op);
   Status execWarpgroupBarrier(Context &ctx, const ir::Op &op);
   Status execTmaStore(Context &ctx, const ir::Op &op);

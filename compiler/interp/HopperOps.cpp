@@ -287,7 +287,10 @@ int warpgroupOf(const Type &tile, int64_t row, int64_t col) {
   const Layout &l = tile.layout;
   if (l.kind != LayoutKind::Acc || tile.shape.size() != 2 || l.warpsM <= 0 || l.warpsN <= 0)
     return -1;
-  int64_t wm = row / (tile.shape[0] / l.warpsM), wn = col / (tile.shape[1] / l.warpsN);
+  int64_t rowsPerWarp = tile.shape[0] / l.warpsM, colsPerWarp = tile.shape[1] / l.warpsN;
+  if (rowsPerWarp == 0 || colsPerWarp == 0)
+    return -1;
+  int64_t wm = row / rowsPerWarp, wn = col / colsPerWarp;
   if (l.warpsM == 4 && l.warpsN > 1)
     return static_cast<int>(wn);
   return static_cast<int>((wm * l.warpsN + wn) / 4);
@@ -367,7 +370,11 @@ Machine::Status Machine::checkWarpgroupsMet(Context &ctx, const Op &wgmma, const
     return Status::Next;
   const Type &acc = wgmma.result()->type;
   bool wholeTile = acc.layout.warpsN > 1 && acc.layout.warpsN == ctx.warpgroups();
+  if (operand->type.shape.size() != 2)
+    return Status::Next;
   int64_t rows = operand->type.shape[0], cols = operand->type.shape[1];
+  if (static_cast<int64_t>(staging.writerGroup.size()) != rows * cols)
+    return Status::Next;
   for (int g = 0; g < ctx.warpgroups(); ++g)
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j) {

@@ -495,13 +495,14 @@ private:
     }
     for (auto &[tile, readers] : readersOf) {
       std::map<int64_t, Op *> byAxis;
-      bool sameBlock = true;
+      bool sameBlock = true, oneBoundAnAxis = true;
       for (Value **operand : readers) {
         Op *mask = (*operand)->definingOp;
-        byAxis.emplace(mask->intAttr("axis"), mask);
-        sameBlock &= mask->parent == readers.front()[0]->definingOp->parent;
+        auto [known, added] = byAxis.emplace(mask->intAttr("axis"), mask);
+        oneBoundAnAxis &= added || known->second->operands[1] == mask->operands[1];
+        sameBlock &= mask->parent == (*readers.front())->definingOp->parent;
       }
-      if (byAxis.size() < 2 || !sameBlock)
+      if (byAxis.size() < 2 || !sameBlock || !oneBoundAnAxis)
         continue;
       // The merged masks go right after the earliest of them, where every
       // bound must already be known.

@@ -29,8 +29,9 @@
 // barrier of its own, waited for right before the tile is first read. With
 // exactly two products (scores, then the accumulator), the accumulator's
 // product moves one iteration later, behind the next scores, so that the
-// softmax between them overlaps it (see rotateDeferred). The tiles only
-// that late product reads may have a ring of their own, one slot deeper
+// softmax between them overlaps it (rotateDeferred, in HopperRotation.cpp).
+// The tiles only that late product reads may have a ring of their own, one
+// slot deeper
 // (`hopper_slots`, from hopper-layout): then each tile has its own slots
 // and `empty` barriers, the other tiles' slots are released as soon as the
 // product that reads them is done, and one `full` barrier per iteration,
@@ -50,6 +51,7 @@
 // warp-specialize places them. The iteration number is `k - lo + base`
 // with `base` a constant 0 (named `it_base`) that warp-specialize replaces
 // when it repeats the loops over several output tiles.
+#include "passes/HopperRotation.h"
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
@@ -249,7 +251,8 @@ private:
   /// about a third of the dK/dV loop's instructions at D = 64.
   void collectVectors() {
     for (auto &op : loop_.body->ops) {
-      if (op->kind == OpKind::Load && passes::isStageableVector(op->result()->type) && !dependsOnCarried(op->result()))
+      if (op->kind == OpKind::Load && passes::isStageableVector(op->result()->type) &&
+          !passes::dependsOnCarried(loop_, op->result()))
         vectors_.push_back(op.get());
     }
   }
@@ -545,10 +548,10 @@ private:
     dropLoads();
 
     if (issued.size() == 2 && deferredArgs.size() == 1 && isDeferred(yield, body, issued[1], deferredArgs))
-      if (Value *rotated = rotateDeferred(*issued[0]->definingOp, *issued[1]->definingOp, *deferredWait,
-                                          deferredArgs.front(), deferredResults.front())) {
+      if (Value *rotated = passes::rotateDeferred(loop_, *issued[0]->definingOp, *issued[1]->definingOp,
+                                                  *deferredWait, deferredArgs.front(), deferredResults.front())) {
         if (consumerWarps_ >= 8)
-          takeTurns(*issued[0]->definingOp, *rotated->definingOp);
+          passes::takeTurns(loop_, *issued[0]->definingOp, *rotated->definingOp);
         // (With a ring of its own, the late tile's slot in this iteration
         // has no reader left.)
         passes::eliminateDeadCode(body);
@@ -597,155 +600,6 @@ private:
     lastIt->nameHint = "it_last";
     Value *any = after.value(OpKind::Gt, {count, after.constInt(0)}, Type::scalar(DType::I1));
     releaseTiles(after, lastIt, any);
-  }
-
-  /// Software-pipelines the deferred product (the output accumulator,
-  /// acc = g(acc) + p @ v) one iteration later, behind the next
-  /// iteration's first product (the scores), so that the work between the
-  /// scores and the accumulator's next use (the softmax) overlaps it:
-  ///
-  ///   before                          after
-  ///   for k (acc) {                   for k (acc, p = 0) {
-  ///     s = wgmma q, k[k]; wait 0       s = wgmma q, k[k]; commit
-  ///                                     acc = wgmma p, v[k - 1], acc if k > lo; commit
-  ///     ...softmax(s) -> p...           wait 1 (s); ...softmax(s) -> p...
-  ///     wait 0 (acc)                    wait 0 (acc)
-  ///     acc = wgmma p, v[k], g(acc)     yield g(acc), p
-  ///   }                               }
-  ///                                   acc = wgmma p, v[hi - 1], acc if lo < hi; commit
-  ///
-  /// Nothing stays in flight across iterations, and each wait sees the
-  /// groups of its own iteration. Returns the accumulator after the loop,
-  /// or null when the loop does not have this shape (the product's slot
-  /// must depend only on the induction variable, the step must be 1, and
-  /// the scores must be waited for before the accumulator).
-  Value *rotateDeferred(Op &first, Op &deferred, Op &deferredWait, Value *deferredArg, Value *deferredResult) {
-    Block &body = *loop_.body;
-    if (passes::constantIntOf(loop_.operands[2]) != 1 || dependsOnCarried(deferred.operands[1]))
-      return nullptr;
-    auto firstCommit = std::next(passes::positionOf(first));
-    auto fence = std::prev(passes::positionOf(deferred));
-    auto commit = std::next(passes::positionOf(deferred));
-    if ((*firstCommit)->kind != OpKind::WgmmaCommit || (*fence)->kind != OpKind::WgmmaFence ||
-        (*commit)->kind != OpKind::WgmmaCommit)
-      return nullptr;
-    // The scores' wait, before the accumulator's.
-    auto firstWait = std::next(firstCommit);
-    for (; firstWait != body.ops.end() && firstWait->get() != &deferredWait; ++firstWait)
-      if ((*firstWait)->kind == OpKind::WgmmaWait)
-        break;
-    if (firstWait == body.ops.end() || firstWait->get() == &deferredWait ||
-        !passes::reads(**firstWait, first.result()))
-      return nullptr;
-
-    // The product's A operand of iteration k - 1 is carried in (undefined
-    // before the first iteration, which issues nothing).
-    Value *a = deferred.operands[0], *b = deferred.operands[1], *scaled = deferred.operands[2];
-    std::map<std::string, Attr> attrs = deferred.attrs;
-    SourceLocation loc = deferred.loc;
-    Value *carriedA = a;
-    Op &yield = *body.ops.back();
-    if (a->definingOp && a->definingOp->parent == &body) {
-      Builder pre(*loop_.parent, passes::positionOf(loop_));
-      pre.setLoc(deferred.loc);
-      Value *none = pre.value(OpKind::Undef, {}, a->type);
-      carriedA = addCarried(none, a, a->nameHint.empty() ? "a_prev" : a->nameHint + "_prev");
-      yield.operands.push_back(a);
-    }
-
-    // Iteration k issues k - 1's product right behind its scores.
-    Builder at(body, std::next(firstCommit));
-    at.setLoc(deferred.loc);
-    Value *k = body.args[0].get();
-    Value *hasPrev = at.value(OpKind::Gt, {k, lo_}, Type::scalar(DType::I1));
-    // (clamped so that the first iteration, which issues nothing, still
-    // names a valid slot)
-    Value *prevK = at.value(OpKind::Max, {at.value(OpKind::Sub, {k, at.constInt(1)}, scalarI32()), lo_}, scalarI32());
-    std::map<Value *, Value *> cloned;
-    Value *prevB = passes::cloneForIteration(at, loop_, b, prevK, cloned);
-    at.create(OpKind::WgmmaFence, {}, {});
-    Value *accumulated = at.value(OpKind::Wgmma, {carriedA, prevB, deferredArg, hasPrev}, deferredArg->type, attrs);
-    accumulated->nameHint = deferredArg->nameHint;
-    at.create(OpKind::WgmmaCommit, {}, {});
-    (*firstWait)->attrs["pending"] = Attr(int64_t(1));
-    // The accumulator's wait now covers the product just issued, the newest.
-    deferredWait.attrs["pending"] = Attr(int64_t(0));
-    for (auto op = std::next(passes::positionOf(*accumulated->definingOp)); op != body.ops.end(); ++op)
-      std::replace((*op)->operands.begin(), (*op)->operands.end(), deferredArg, accumulated);
-    std::replace(yield.operands.begin(), yield.operands.end(), deferred.result(), scaled);
-    body.ops.erase(commit);
-    body.ops.erase(fence);
-    passes::eraseOp(deferred);
-
-    // The last iteration's product, after the loop.
-    Block &outer = *loop_.parent;
-    Builder after(outer, std::next(passes::positionOf(loop_)));
-    after.setLoc(loc);
-    Value *lastA = carriedA == a ? a : loop_.results.back().get();
-    Value *any = after.value(OpKind::Lt, {lo_, hi_}, Type::scalar(DType::I1));
-    // A loop without iterations names its first slot, which the product,
-    // not issued then, does not read.
-    Value *lastK = after.value(OpKind::Sub, {hi_, after.constInt(1)}, scalarI32());
-    lastK = after.value(OpKind::Max, {lastK, lo_}, scalarI32());
-    cloned.clear();
-    Value *lastB = passes::cloneForIteration(after, loop_, b, lastK, cloned);
-    after.create(OpKind::WgmmaFence, {}, {});
-    Value *final = after.value(OpKind::Wgmma, {lastA, lastB, deferredResult, any}, deferredResult->type, attrs);
-    final->nameHint = deferredResult->nameHint;
-    after.create(OpKind::WgmmaCommit, {}, {});
-    for (auto op = std::next(passes::positionOf(*final->definingOp)); op != outer.ops.end(); ++op) {
-      std::replace((*op)->operands.begin(), (*op)->operands.end(), deferredResult, final);
-      if ((*op)->body)
-        replaceAllUsesIn(*(*op)->body, deferredResult, final);
-    }
-    if (b->definingOp && b->definingOp->parent == &body && passes::countUses(body)[b] == 0)
-      passes::eraseOp(*b->definingOp);
-    return final;
-  }
-
-  /// The consumer warpgroups take turns issuing their products, so that
-  /// one's softmax runs while the tensor cores work for the other (left to
-  /// themselves, they fall into step and wait for the tensor cores at the
-  /// same time). The turn passes in a ring; the last warpgroup hands the
-  /// first one its first turn, and the first takes back the last hand-over
-  /// after the loop, so every barrier phase completes.
-  void takeTurns(Op &first, Op &finalProduct) {
-    Block &body = *loop_.body;
-    Block &outer = *loop_.parent;
-    Builder(outer, passes::positionOf(loop_)).create(OpKind::TurnPass, {}, {}, {{"only", Attr(std::string("last"))}});
-    Builder(body, std::prev(passes::positionOf(first))).create(OpKind::TurnWait, {}, {});
-    // After the second product's commit: the first wgmma_commit after `first`'s.
-    auto commit = std::next(passes::positionOf(first));
-    commit = std::find_if(std::next(commit), body.ops.end(),
-                          [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::WgmmaCommit; });
-    Builder(body, std::next(commit)).create(OpKind::TurnPass, {}, {});
-    Builder(outer, std::prev(passes::positionOf(finalProduct)))
-        .create(OpKind::TurnWait, {}, {}, {{"only", Attr(std::string("first"))}});
-  }
-
-  /// Adds a loop-carried value that starts as `init` and is `like` in the
-  /// body; returns the body argument.
-  Value *addCarried(Value *init, Value *like, const std::string &name) {
-    Value *arg = loop_.body->addArg(like->type, name);
-    loop_.operands.push_back(init);
-    auto result = std::make_unique<Value>();
-    result->type = like->type;
-    result->nameHint = name;
-    result->definingOp = &loop_;
-    result->index = static_cast<unsigned>(loop_.results.size());
-    loop_.results.push_back(std::move(result));
-    return arg;
-  }
-
-  /// Whether `v` is computed in the loop body from the values it carries
-  /// (not only from the induction variable and values from outside).
-  bool dependsOnCarried(Value *v) const {
-    if (v->ownerBlock == loop_.body.get())
-      return v != loop_.body->args[0].get();
-    Op *def = v->definingOp;
-    if (!def || def->parent != loop_.body.get())
-      return false;
-    return std::any_of(def->operands.begin(), def->operands.end(), [&](Value *o) { return dependsOnCarried(o); });
   }
 
   /// Whether a product's only reader is the loop's yield: it feeds nothing

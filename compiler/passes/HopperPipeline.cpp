@@ -31,8 +31,7 @@
 // product moves one iteration later, behind the next scores, so that the
 // softmax between them overlaps it (rotateDeferred, in HopperRotation.cpp).
 // The tiles only that late product reads may have a ring of their own, one
-// slot deeper
-// (`hopper_slots`, from hopper-layout): then each tile has its own slots
+// slot deeper (`hopper_slots`, from hopper-layout): then each tile has its own slots
 // and `empty` barriers, the other tiles' slots are released as soon as the
 // product that reads them is done, and one `full` barrier per iteration,
 // as deep as the deepest ring, tracks all the copies (a late tile lands an

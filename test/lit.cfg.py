@@ -17,6 +17,9 @@ config.environment["PATH"] = os.pathsep.join(
 config.environment["NO_COLOR"] = "1"
 
 config.substitutions.append(("%tkc_src", config.tkc_src_root))
+config.substitutions.append(("%tkc_obj", config.tkc_obj_root))
+config.substitutions.append(("%cmake_generator", config.cmake_generator))
+config.substitutions.append(("%cmake", config.cmake))
 config.substitutions.append(("%runtime", os.path.join(config.tkc_src_root, "runtime")))
 config.substitutions.append(("%examples", os.path.join(config.tkc_src_root, "examples")))
 

@@ -147,7 +147,7 @@ void KernelEmitter::emitElementwise(const Op &op) {
     // correction): when every factor the warp holds is 1, as it is once the
     // running maximum stops growing, the tile is left as it is. x * 1 is x
     // for every float, so the result is the same.
-    std::string ones = name(result) + "_ones";
+    std::string ones = nameTable_.fresh(name(result) + "_ones");
     out_.line("bool {} = true;", ones);
     out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {} = {} && {}[x] == 1.0f;",
               fragment(rescale->factors->type).count(), ones, ones, name(rescale->factors));

@@ -61,7 +61,7 @@ int KernelEmitter::blocksForRoleRegisters() const {
 
 void KernelEmitter::addTensorMapParams(std::vector<std::string> &params) {
   for (const TensorMapUse &use : tensorMapsOf(kernel_))
-    params.push_back(fmt::format("const __grid_constant__ CUtensorMap {}_tmap", name(use.global)));
+    params.push_back(fmt::format("const __grid_constant__ CUtensorMap {}", tensorMapName(use.global)));
 }
 
 /// The tensor maps are kernel parameters, which the bulk copy engine reads
@@ -75,7 +75,7 @@ void KernelEmitter::emitTensorMapPrefetch() {
     return;
   std::string prefetches;
   for (const TensorMapUse &use : maps)
-    prefetches += fmt::format(" tkc::prefetch_tensor_map(&{}_tmap);", name(use.global));
+    prefetches += fmt::format(" tkc::prefetch_tensor_map(&{});", tensorMapName(use.global));
   out_.line("if (threadIdx.x == 0) {{{} }}", prefetches);
 }
 
@@ -156,8 +156,8 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
       std::string args = coords[0] + (p ? fmt::format(" + {}", p * cols) : "");
       for (size_t d = 1; d < rank; ++d)
         args += ", " + coords[d];
-      out_.line("{}tkc::tma_load_{}d({}{}, &{}_tmap, {}, {});", oneLane(), rank, dst,
-                p ? fmt::format(" + {}", p * panelBytes) : "", name(global), args, bar);
+      out_.line("{}tkc::tma_load_{}d({}{}, &{}, {}, {});", oneLane(), rank, dst,
+                p ? fmt::format(" + {}", p * panelBytes) : "", tensorMapName(global), args, bar);
     }
     return true;
   }
@@ -378,8 +378,8 @@ bool KernelEmitter::emitTmaStore(const Op &op) {
     std::string args = col + ", " + row;
     for (size_t d = 2; d < rank; ++d)
       args += ", " + coords[d];
-    out_.line("tkc::{}_{}d(&{}_tmap, {}, {});", op.hasAttr("reduce") ? "tma_reduce_add" : "tma_store", rank,
-              name(global), address, args);
+    out_.line("tkc::{}_{}d(&{}, {}, {});", op.hasAttr("reduce") ? "tma_reduce_add" : "tma_store", rank,
+              tensorMapName(global), address, args);
   };
   // A tile split by columns between the warpgroups: each copies the panels
   // of its own columns, every row.
@@ -400,14 +400,14 @@ bool KernelEmitter::emitTmaStore(const Op &op) {
   // copies all of its rows.
   if (op.hasAttr("warpgroup")) {
     out_.open(fmt::format("if (threadIdx.x % 128 == 0 && warp_m / 4 == {})", op.intAttr("warpgroup")));
-    out_.line("const int rows = 0;");
+    out_.line("const int first_row = 0;");
   } else {
     out_.open("if (threadIdx.x % 128 == 0)");
-    out_.line("const int rows = warp_m / 4 * {};", kWarpgroupRows);
+    out_.line("const int first_row = warp_m / 4 * {};", kWarpgroupRows);
   }
   for (int64_t p = 0; p < tile.shape[1] / cols; ++p)
-    copyBox(fmt::format("{} + {} + rows * {}", name(buf), p * panelBytes, kSwizzle128RowBytes),
-            coords[0] + (p ? fmt::format(" + {}", p * cols) : ""), coords[1] + " + rows");
+    copyBox(fmt::format("{} + {} + first_row * {}", name(buf), p * panelBytes, kSwizzle128RowBytes),
+            coords[0] + (p ? fmt::format(" + {}", p * cols) : ""), coords[1] + " + first_row");
   out_.line("tkc::bulk_commit_group();");
   out_.close();
   return true;

@@ -3,6 +3,8 @@
 #include "codegen/Expressions.h"
 #include "codegen/KernelEmitter.h"
 
+#include <cassert>
+
 namespace tkc::codegen {
 
 using namespace ir;
@@ -14,12 +16,32 @@ std::vector<int64_t> checkedDims(const Op &op, size_t rank) {
     checked.assign(rank, 1); // without the tail pass's proof, check everything
   return checked;
 }
+/// Dims whose slice may start before the tensor. The tail pass records
+/// them; an access it has not seen may start anywhere.
+std::vector<int64_t> checkedLowDims(const Op &op, size_t rank) {
+  std::vector<int64_t> checked = op.listAttr("checked_low");
+  if (checked.size() != rank)
+    checked.assign(rank, op.hasAttr("checked") ? 0 : 1);
+  return checked;
+}
 /// `all` and, where the access has a column bound, `test` of it (`test`
-/// holds `{}` for the bound).
-std::string andColumnTest(const std::string &all, const GlobalAccess &access, const std::string &test) {
-  if (access.colBound.empty())
-    return all;
-  return conjunction({all, fmt::format(fmt::runtime(test), access.colBound)});
+/// holds `{}` for the bound); where the slice may start before the tensor,
+/// also that column `first` lies at or after its start.
+std::string andColumnTest(const std::string &all, const GlobalAccess &access, const std::string &test,
+                          const std::string &first) {
+  std::vector<std::string> terms{all};
+  if (!access.colBound.empty())
+    terms.push_back(fmt::format(fmt::runtime(test), access.colBound));
+  if (!access.colStart.empty())
+    terms.push_back(fmt::format("{} + {} >= 0", access.colStart, first));
+  return conjunction(terms);
+}
+/// The tests that keep tile row `row` inside the tensor.
+void appendRowTests(std::vector<std::string> &conditions, const GlobalAccess &access, const std::string &row = "row") {
+  if (!access.rowBound.empty())
+    conditions.push_back(fmt::format("{} < {}", row, access.rowBound));
+  if (!access.rowStart.empty())
+    conditions.push_back(fmt::format("{} + {} >= 0", access.rowStart, row));
 }
 } // namespace
 
@@ -28,16 +50,18 @@ GlobalAccess KernelEmitter::describeAccess(const Op &op, const Value *global, si
   size_t rank = g.dims.size();
   std::vector<int64_t> sizes = op.listAttr("sizes");
   std::vector<int64_t> checked = checkedDims(op, rank);
+  std::vector<int64_t> checkedLow = checkedLowDims(op, rank);
   auto dimSize = [&](size_t d) -> std::string {
     if (g.dims[d].isStatic())
       return std::to_string(g.dims[d].size);
     for (auto &arg : kernel_.body.args)
       if (arg->type.isScalar() && arg->nameHint == g.dims[d].symbol)
         return name(arg.get());
-    return g.dims[d].symbol;
+    assert(false && "a symbolic dim is a scalar parameter of its kernel");
+    return sourceIdentifier(g.dims[d].symbol);
   };
   auto stride = [&](size_t d) -> std::string {
-    return d + 1 == rank ? "1" : fmt::format("{}_stride{}", name(global), d);
+    return d + 1 == rank ? "1" : strideName(global, d);
   };
   GlobalAccess access;
   access.base = name(global);
@@ -50,23 +74,29 @@ GlobalAccess KernelEmitter::describeAccess(const Op &op, const Value *global, si
     if (dropped) {
       if (checked[d])
         access.guard += fmt::format("{}{} < {}", access.guard.empty() ? "" : " && ", offset, dimSize(d));
+      if (checkedLow[d])
+        access.guard += fmt::format("{}{} >= 0", access.guard.empty() ? "" : " && ", offset);
       continue;
     }
     tileDims.push_back(d);
     if (checked[d] && !g.dims[d].isStatic() && interiorTileCovers(g.dims[d].symbol, op.operands[firstOffset + d], sizes[d]))
       checked[d] = 0;
     std::string bound = checked[d] ? (offset == "0" ? dimSize(d) : fmt::format("({} - {})", dimSize(d), offset)) : "";
+    std::string start = checkedLow[d] ? offset : "";
     if (tileDims.size() == 1) {
       access.rowBound = bound;
+      access.rowStart = start;
       access.rowStride = stride(d);
     } else {
       access.colBound = bound;
+      access.colStart = start;
     }
   }
   // A vector's single dim is its "column" dim for bounds.
   if (tileDims.size() == 1) {
     access.colBound = access.rowBound;
-    access.rowBound = "";
+    access.colStart = access.rowStart;
+    access.rowBound = access.rowStart = "";
     access.rowStride = stride(tileDims[0]);
   }
   return access;
@@ -121,12 +151,11 @@ bool KernelEmitter::emitLoad(const Op &op) {
   std::vector<std::string> conditions;
   if (!access.guard.empty())
     conditions.push_back(access.guard);
-  if (!access.rowBound.empty())
-    conditions.push_back(fmt::format("row < {}", access.rowBound));
+  appendRowTests(conditions, access);
   std::string all = conjunction(conditions);
   if (vectorized) {
     int pieces = 8 * dtypeBytes(result->type.dtype) / 16;
-    std::string full = andColumnTest(all, access, "col + 8 <= {}");
+    std::string full = andColumnTest(all, access, "col + 8 <= {}", "col");
     out_.open(fmt::format("if ({})", full));
     out_.open(fmt::format("TKC_UNROLL for (int piece = 0; piece < {}; ++piece)", pieces));
     out_.line("const uint4 v = tkc::load_global_16({} + piece * {});", address, 16 / dtypeBytes(result->type.dtype));
@@ -136,12 +165,12 @@ bool KernelEmitter::emitLoad(const Op &op) {
     out_.close();
     out_.dedent();
     out_.open("} else");
-    std::string partial = andColumnTest(all, access, "col + p < {}");
+    std::string partial = andColumnTest(all, access, "col + p < {}", "col + p");
     out_.line("TKC_UNROLL for (int p = 0; p < 8; ++p) {}[x + p] = {} ? ({})[p] : {};", name(result), partial, address,
               zero);
     out_.close();
   } else {
-    std::string ok = andColumnTest(all, access, "col < {}");
+    std::string ok = andColumnTest(all, access, "col < {}", "col");
     out_.line("{}[x] = {} ? *({}) : {};", name(result), ok, address, zero);
   }
   out_.close();
@@ -174,8 +203,7 @@ bool KernelEmitter::emitStore(const Op &op) {
     conditions.push_back(f.owner);
   if (!access.guard.empty())
     conditions.push_back(access.guard);
-  if (!access.rowBound.empty())
-    conditions.push_back(fmt::format("row < {}", access.rowBound));
+  appendRowTests(conditions, access);
   std::string all = conjunction(conditions);
   bool chunked = !accumulate && is2d && emitChunkedStore(tile, access, all);
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += {})", f.count(), step));
@@ -189,7 +217,7 @@ bool KernelEmitter::emitStore(const Op &op) {
     emitReductions(tile, access, all, address, pairs);
   } else if (vectorized || pairs) {
     int width = step;
-    std::string full = andColumnTest(all, access, fmt::format("col + {} <= {{}}", width));
+    std::string full = andColumnTest(all, access, fmt::format("col + {} <= {{}}", width), "col");
     out_.open(fmt::format("if ({})", full));
     if (vectorized && 8 * dtypeBytes(tile->type.dtype) % 16 == 0) {
       int perPiece = 16 / dtypeBytes(tile->type.dtype);
@@ -205,12 +233,12 @@ bool KernelEmitter::emitStore(const Op &op) {
     }
     out_.dedent();
     out_.open("} else");
-    std::string partial = andColumnTest(all, access, "col + p < {}");
+    std::string partial = andColumnTest(all, access, "col + p < {}", "col + p");
     out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) if ({}) ({})[p] = {}[x + p];", width, partial, address,
               name(tile));
     out_.close();
   } else {
-    std::string ok = andColumnTest(all, access, "col < {}");
+    std::string ok = andColumnTest(all, access, "col < {}", "col");
     out_.line("if ({}) *({}) = {}[x];", ok, address, name(tile));
   }
   out_.close();
@@ -230,25 +258,25 @@ void KernelEmitter::emitReductions(const Value *tile, const GlobalAccess &access
                                    const std::string &address, bool pairs) {
   std::string values = name(tile);
   if (!pairs) {
-    std::string ok = andColumnTest(all, access, "col < {}");
+    std::string ok = andColumnTest(all, access, "col < {}", "col");
     if (ok == "true")
       out_.line("tkc::red_add_f32({}, {}[x]);", address, values);
     else
       out_.line("tkc::red_add_f32_if({}, {}, {}[x]);", ok, address, values);
     return;
   }
-  if (access.colBound.empty() && all == "true") {
+  if (access.colBound.empty() && access.colStart.empty() && all == "true") {
     out_.line("tkc::red_add_f32x2({}, {}[x], {}[x + 1]);", address, values, values);
     return;
   }
-  if (access.colBound.empty()) {
+  if (access.colBound.empty() && access.colStart.empty()) {
     out_.line("tkc::red_add_f32x2_if({}, {}, {}[x], {}[x + 1]);", all, address, values, values);
     return;
   }
-  out_.line("const bool whole = {};", andColumnTest(all, access, "col + 2 <= {}"));
+  out_.line("const bool whole = {};", andColumnTest(all, access, "col + 2 <= {}", "col"));
   out_.line("tkc::red_add_f32x2_if(whole, {}, {}[x], {}[x + 1]);", address, values, values);
   out_.line("TKC_UNROLL for (int p = 0; p < 2; ++p) tkc::red_add_f32_if({}, {} + p, {}[x + p]);",
-            conjunction({"!whole", andColumnTest(all, access, "col + p < {}")}), address, values);
+            conjunction({"!whole", andColumnTest(all, access, "col + p < {}", "col + p")}), address, values);
 }
 
 /// An accumulator tile of 16-bit values leaves in 16-byte chunks where the
@@ -267,18 +295,18 @@ bool KernelEmitter::emitChunkedStore(const Value *tile, const GlobalAccess &acce
   out_.open(fmt::format("TKC_UNROLL for (int y = 0; y < {}; ++y)", q.chunks.count()));
   out_.line("{}", q.chunks.decompose("y", "i g h"));
   out_.line("uint32_t v[4];");
-  out_.line("TKC_UNROLL for (int k = 0; k < 4; ++k) v[k] = tkc::pack2({0}[{1}], {0}[{1} + 1]);", name(tile),
-            q.pairSource("k"));
+  out_.line("TKC_UNROLL for (int pair = 0; pair < 4; ++pair) v[pair] = tkc::pack2({0}[{1}], {0}[{1} + 1]);",
+            name(tile), q.pairSource("pair"));
   out_.line("tkc::transpose_quad(v);");
   out_.line("const int row = {}, col = {};", q.chunks.row, q.chunks.col);
   std::string address = fmt::format("dst + int64_t(row) * {} + col", access.rowStride);
-  if (access.colBound.empty()) {
+  if (access.colBound.empty() && access.colStart.empty()) {
     out_.line("if ({}) tkc::store_global_16({}, make_uint4(v[0], v[1], v[2], v[3]));", all, address);
   } else {
-    out_.line("if ({} && col + {} <= {}) tkc::store_global_16({}, make_uint4(v[0], v[1], v[2], v[3]));", all,
-              perChunk, access.colBound, address);
-    out_.line("else TKC_UNROLL for (int p = 0; p < {}; ++p) if ({} && col + p < {}) ({})[p] = tkc::half_of<{}>(v[p / 2], p % 2);",
-              perChunk, all, access.colBound, address, cType(tile->type.dtype));
+    out_.line("if ({}) tkc::store_global_16({}, make_uint4(v[0], v[1], v[2], v[3]));",
+              andColumnTest(all, access, fmt::format("col + {} <= {{}}", perChunk), "col"), address);
+    out_.line("else TKC_UNROLL for (int p = 0; p < {}; ++p) if ({}) ({})[p] = tkc::half_of<{}>(v[p / 2], p % 2);",
+              perChunk, andColumnTest(all, access, "col + p < {}", "col + p"), address, cType(tile->type.dtype));
   }
   out_.close();
   out_.dedent();
@@ -310,6 +338,9 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
     fullTile.push_back(fmt::format("{} <= {}", rows, access.rowBound));
   if (!access.colBound.empty())
     fullTile.push_back(fmt::format("{} <= {}", cols, access.colBound));
+  for (const std::string &start : {access.rowStart, access.colStart})
+    if (!start.empty())
+      fullTile.push_back(fmt::format("{} >= 0", start));
   std::string source = tile.shape.size() == 2 ? fmt::format("src + int64_t(row) * {} + col", access.rowStride)
                                               : std::string("src + col");
   std::string destination =
@@ -349,11 +380,13 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
     if (!checked) {
       out_.line("tkc::cp_async_16({}, {}, 16);", destination, source);
     } else {
+      // A chunk that starts before the tensor is read as zeros whole: slices
+      // copied in 16-byte chunks start on a chunk boundary, so a chunk lies
+      // wholly before the tensor's start or wholly after it.
       std::vector<std::string> conditions = uniform;
-      if (!access.rowBound.empty() && tile.shape.size() == 2)
-        conditions.push_back(fmt::format("row < {}", access.rowBound));
-      if (!access.colBound.empty())
-        conditions.push_back(fmt::format("col < {}", access.colBound));
+      if (tile.shape.size() == 2)
+        appendRowTests(conditions, access);
+      conditions.push_back(andColumnTest("true", access, "col < {}", "col"));
       std::string size = access.colBound.empty()
                              ? std::string("16")
                              : fmt::format("min(16, ({} - col) * {})", access.colBound, bytes);
@@ -392,10 +425,7 @@ bool copiesElementwise(const Op &op) {
 void KernelEmitter::emitVectorCopy(const Op &op, const std::string &dstAddr, const Type &slot, const Value *global,
                                    size_t firstOffset, const std::string &pred, const std::string &first, int step) {
   GlobalAccess access = describeAccess(op, global, firstOffset);
-  std::vector<std::string> conditions{pred, access.guard};
-  if (!access.colBound.empty())
-    conditions.push_back(fmt::format("col < {}", access.colBound));
-  std::string inside = conjunction(conditions);
+  std::string inside = andColumnTest(conjunction({pred, access.guard}), access, "col < {}", "col");
   std::string address = fmt::format("src + int64_t(col) * {}", access.rowStride);
   out_.open("");
   out_.line("const {} *src = {};", cType(slot.dtype), access.base);

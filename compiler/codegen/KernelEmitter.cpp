@@ -1,5 +1,6 @@
 #include "codegen/KernelEmitter.h"
 #include "codegen/Expressions.h"
+#include "codegen/Identifiers.h"
 
 #include <cmath>
 #include <set>
@@ -9,20 +10,7 @@ namespace tkc::codegen {
 using namespace ir;
 
 namespace {
-/// Names that generated code already uses or C++ reserves.
-const std::set<std::string> kReservedNames = {
-    "warp", "lane", "warp_m", "warp_n", "smem_base", "tkc_smem", "threadIdx", "blockIdx", "blockDim",
-    "int", "float", "bool", "char", "short", "long", "double", "void", "auto", "const", "return", "for",
-    "if", "else", "while", "do", "switch", "case", "default", "break", "continue", "struct", "class",
-    "union", "enum", "new", "delete", "this", "true", "false", "static", "extern", "inline", "template",
-    "typename", "namespace", "using", "goto", "sizeof", "signed", "unsigned", "volatile", "register",
-    "x", "i", "j", "e", "r", "c", "h", "kk", "tkc", "min", "max", "exp", "exp2", "log", "log2", "sqrt",
-    "abs", "tanh", "std", "asm", "operator", "private", "public", "friend", "virtual", "main", "or", "and", "not",
-    // locals of the emitted loops
-    "row", "col", "src", "dst", "chunk", "piece", "inside", "it", "p", "f", "dd", "a_frag", "b_frag", "at",
-    "v", "parts", "kk", "grid", "status", "configured", "args", "cuda_stream"};
-
-bool isIdentifier(const std::string &s) {
+bool isSourceName(const std::string &s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
     return false;
   for (char c : s)
@@ -31,6 +19,7 @@ bool isIdentifier(const std::string &s) {
   return true;
 }
 } // namespace
+
 
 KernelEmitter::KernelEmitter(const Kernel &kernel, const Target &target, const std::string &sourceName,
                              const SourceManager *sources, CodeWriter &out, std::set<WgmmaShape> &wgmmaShapes,
@@ -59,14 +48,28 @@ std::string KernelEmitter::name(const Value *v) {
 }
 
 std::string KernelEmitter::declareName(const Value *v) {
-  std::string base = isIdentifier(v->nameHint) ? v->nameHint : "t";
-  if (kReservedNames.count(base) || base.rfind("tkc_", 0) == 0 || base.rfind("__", 0) == 0)
-    base = "v_" + base;
-  int &count = nameCounts_[base];
-  std::string unique = count == 0 && base != "t" ? base : base + "_" + std::to_string(count);
-  ++count;
+  // Values without a source name (and those of a pass that named them
+  // oddly) are temporaries: t_0, t_1, ...
+  bool named = isSourceName(v->nameHint);
+  std::string unique = named ? nameTable_.fresh(sourceIdentifier(v->nameHint)) : nameTable_.fresh("t", true);
   names_[v] = unique;
   return unique;
+}
+
+std::string KernelEmitter::strideName(const Value *global, size_t dim) {
+  auto key = std::make_pair(global, static_cast<int>(dim));
+  auto it = derivedNames_.find(key);
+  if (it == derivedNames_.end())
+    it = derivedNames_.emplace(key, nameTable_.fresh(fmt::format("{}_stride{}", name(global), dim))).first;
+  return it->second;
+}
+
+std::string KernelEmitter::tensorMapName(const Value *global) {
+  auto key = std::make_pair(global, -1);
+  auto it = derivedNames_.find(key);
+  if (it == derivedNames_.end())
+    it = derivedNames_.emplace(key, nameTable_.fresh(name(global) + "_tmap")).first;
+  return it->second;
 }
 
 std::string KernelEmitter::scalar(const Value *v) {
@@ -170,7 +173,7 @@ bool KernelEmitter::emit() {
       std::string qualifier = arg->type.isOutput ? "" : "const ";
       params.push_back(fmt::format("{}{} *__restrict__ {}", qualifier, cType(arg->type.dtype), n));
       for (size_t d = 0; d + 1 < arg->type.dims.size(); ++d)
-        params.push_back(fmt::format("int64_t {}_stride{}", n, d));
+        params.push_back(fmt::format("int64_t {}", strideName(arg.get(), d)));
     } else {
       params.push_back(fmt::format("{} {}", cType(arg->type.dtype), n));
     }

@@ -1,5 +1,6 @@
 #pragma once
 #include "codegen/CodeWriter.h"
+#include "codegen/Identifiers.h"
 #include "codegen/Fragments.h"
 #include "codegen/WgmmaWrappers.h"
 #include "ir/IR.h"
@@ -22,6 +23,10 @@ struct GlobalAccess {
   std::string rowBound;   ///< valid rows, or "" when unchecked
   std::string colBound;   ///< valid columns (or elements of a vector), or ""
   std::string guard;      ///< condition on dropped dims, or ""
+  /// Where the slice may start before the tensor: the offset that, added to
+  /// a tile row (column), gives the tensor's; else "".
+  std::string rowStart;
+  std::string colStart;
 };
 
 /// A tensor map a kernel takes as a `__grid_constant__` parameter: one per
@@ -63,6 +68,10 @@ private:
   void emitScalar(const ir::Op &op);
   std::string name(const ir::Value *v);
   std::string declareName(const ir::Value *v);
+  /// The parameter holding the stride of a global tensor's dim.
+  std::string strideName(const ir::Value *global, size_t dim);
+  /// The parameter holding a global tensor's bulk-copy tensor map.
+  std::string tensorMapName(const ir::Value *global);
   /// A scalar operand as an expression; `asFloat` converts integers.
   std::string scalar(const ir::Value *v);
   std::string cType(ir::DType dtype) const;
@@ -197,7 +206,8 @@ private:
   void findWgmmaSchedule();
   const ir::Op *committedWith(const ir::Op &wgmma) const;
   std::map<const ir::Value *, std::string> names_;
-  std::map<std::string, int> nameCounts_;
+  NameTable nameTable_;
+  std::map<std::pair<const ir::Value *, int>, std::string> derivedNames_; // strides (dim) and tensor maps (-1)
   /// Warp columns of the kernel's grid (`warp_m`, `warp_n`).
   int kernelWarpsN_ = 1;
   int64_t sharedBytes_ = 0;

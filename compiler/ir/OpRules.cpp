@@ -206,16 +206,18 @@ std::string checkAccessSizes(const Op &op, const Type &global, const Type &tile)
   if (kept != tile.shape)
     return fmt::format("attribute `sizes` {} does not match the tile shape {}", shapeText(*sizes),
                        shapeText(tile.shape));
-  auto checkedIt = op.attrs.find("checked");
-  if (checkedIt != op.attrs.end()) {
+  for (const char *name : {"checked", "checked_low"}) {
+    auto checkedIt = op.attrs.find(name);
+    if (checkedIt == op.attrs.end())
+      continue;
     auto *checked = std::get_if<std::vector<int64_t>>(&checkedIt->second);
     if (!checked)
-      return "attribute `checked` must be an integer list";
+      return fmt::format("attribute `{}` must be an integer list", name);
     if (checked->size() != global.dims.size())
-      return fmt::format("attribute `checked` has {} entries but the global tensor has {} dims",
-                         checked->size(), global.dims.size());
+      return fmt::format("attribute `{}` has {} entries but the global tensor has {} dims", name, checked->size(),
+                         global.dims.size());
     if (std::any_of(checked->begin(), checked->end(), [](int64_t v) { return v != 0 && v != 1; }))
-      return fmt::format("attribute `checked` entries must be 0 or 1: {}", shapeText(*checked));
+      return fmt::format("attribute `{}` entries must be 0 or 1: {}", name, shapeText(*checked));
   }
   if (tile.dtype != global.dtype)
     return fmt::format("tile element type {} differs from the global tensor's {}", dtypeName(tile.dtype),

@@ -240,6 +240,52 @@ Value *readStagedVector(Builder &b, Value *buffer, Value *slot, Op &load) {
   return read;
 }
 
+namespace {
+bool provablyNonNegative(const Value *v, int depth) {
+  // Deep chains are rare; beyond the bound the answer is the safe one.
+  if (depth > 64)
+    return false;
+  if (const Op *def = v->definingOp) {
+    auto operandsNonNegative = [&](size_t first) {
+      for (size_t i = first; i < def->operands.size(); ++i)
+        if (!provablyNonNegative(def->operands[i], depth + 1))
+          return false;
+      return true;
+    };
+    switch (def->kind) {
+    case OpKind::Const: return v->type.dtype == DType::I32 && def->intAttr("value") >= 0;
+    case OpKind::BlockId:
+    case OpKind::GridSize:
+    case OpKind::NumSms: return true;
+    case OpKind::Add:
+    case OpKind::Mul:
+    case OpKind::Div:
+    case OpKind::CDiv:
+    case OpKind::Rem:
+    case OpKind::Min: return operandsNonNegative(0);
+    case OpKind::Max:
+      return provablyNonNegative(def->operands[0], depth + 1) || provablyNonNegative(def->operands[1], depth + 1);
+    case OpKind::Select: return operandsNonNegative(1);
+    default: return false;
+    }
+  }
+  const Block *block = v->ownerBlock;
+  if (!block)
+    return false;
+  const Op *owner = block->parentOp;
+  if (!owner) // the kernel's parameters: scalars are tensor sizes
+    return v->type.isScalar() && v->type.dtype == DType::I32;
+  // A loop counter: from lo up by a positive step. (Other block arguments
+  // carry values around the loop.)
+  if (owner->kind != OpKind::For || v->index != 0 || owner->operands.size() < 3)
+    return false;
+  auto step = constantIntOf(owner->operands[2]);
+  return step && *step > 0 && provablyNonNegative(owner->operands[0], depth + 1);
+}
+} // namespace
+
+bool provablyNonNegative(const Value *v) { return provablyNonNegative(v, 0); }
+
 std::optional<int64_t> constantIntOf(const Value *v) {
   auto value = constantOf(v);
   if (!value || !std::holds_alternative<int64_t>(*value))

@@ -101,6 +101,13 @@ const ir::Op *roleOf(const ir::Kernel &kernel, ir::Op &op);
 /// The integer held by a `const` op defining `v`, if any.
 std::optional<int64_t> constantIntOf(const ir::Value *v);
 
+/// Whether the scalar `v` is >= 0 whatever the kernel's inputs: built by
+/// + * / cdiv % min max select from constants >= 0, block and warpgroup
+/// indices, the kernel's scalar parameters (sizes, which the launcher
+/// checks), and loop counters that start at such a value and count up.
+/// A slice that starts at such an offset cannot begin before its tensor.
+bool provablyNonNegative(const ir::Value *v);
+
 /// An f32 register vector with a value per row or column of an accumulator
 /// (attention backward's L and Delta), which the pipelining passes copy
 /// through staged shared vectors like the tiles.

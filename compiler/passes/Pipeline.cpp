@@ -181,7 +181,7 @@ private:
       for (size_t j = 1; j < load->operands.size(); ++j)
         operands.push_back(passes::cloneForIteration(b, loop_, load->operands[j], k, cloned));
       std::map<std::string, Attr> attrs;
-      for (const char *name : {"sizes", "checked"})
+      for (const char *name : {"sizes", "checked", "checked_low"})
         if (load->hasAttr(name))
           attrs[name] = load->attrs.at(name);
       b.setLoc(load->loc);

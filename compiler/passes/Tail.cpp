@@ -9,6 +9,7 @@
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -85,13 +86,18 @@ unsigned globalOperand(const Op &op) { return op.kind == OpKind::AsyncLoad ? 3 :
 void setChecked(const Kernel &kernel, Op &op) {
   const Type &global = op.operands[globalOperand(op)]->type;
   std::vector<int64_t> sizes = op.listAttr("sizes");
-  std::vector<int64_t> checked;
+  std::vector<int64_t> checked, checkedLow;
   for (size_t d = 0; d < global.dims.size(); ++d) {
     const Value *offset = op.operands[firstOffsetOperand(op) + d];
     int64_t size = d < sizes.size() ? sizes[d] : 0;
     checked.push_back(provablyInBounds(kernel, global.dims[d], size, offset) ? 0 : 1);
+    checkedLow.push_back(provablyNonNegative(offset) ? 0 : 1);
   }
   op.attrs["checked"] = Attr(checked);
+  // Slices that may start before the tensor: most kernels have none, and
+  // their IR does not mention it.
+  if (std::count(checkedLow.begin(), checkedLow.end(), 1))
+    op.attrs["checked_low"] = Attr(checkedLow);
 }
 
 // --- padding analysis -------------------------------------------------------
@@ -198,12 +204,13 @@ private:
     switch (op.kind) {
     case OpKind::Load: {
       Padding result;
-      std::vector<int64_t> sizes = op.listAttr("sizes"), checked = op.listAttr("checked");
+      std::vector<int64_t> sizes = op.listAttr("sizes"), checked = op.listAttr("checked"),
+                           checkedLow = op.listAttr("checked_low");
       int64_t tileAxis = 0;
       for (unsigned d = 0; d < sizes.size(); ++d) {
         if (sizes[d] == 0)
           continue; // a dropped dim has no tile axis
-        if (d < checked.size() && checked[d])
+        if ((d < checked.size() && checked[d]) || (d < checkedLow.size() && checkedLow[d]))
           result[tileAxis] = {{const_cast<Op *>(&op), d}, true};
         ++tileAxis;
       }
@@ -321,7 +328,8 @@ private:
   }
 
   /// `value` masked along `axis`, created right before `consumer` unless the
-  /// same mask already exists in that block.
+  /// same mask already exists in that block: past the tensor's end and,
+  /// where the slice may start before the tensor, before its start.
   Value *masked(Op &consumer, Value *value, int64_t axis, const BoundSource &bound, double fill) {
     auto key = std::make_tuple(value, axis, fill, consumer.parent);
     if (auto it = masks_.find(key); it != masks_.end())
@@ -333,8 +341,22 @@ private:
     builder.setLoc(consumer.loc);
     Value *result =
         builder.value(OpKind::Mask, {value, boundValue}, value->type, {{"axis", Attr(axis)}, {"fill", Attr(fill)}});
+    if (mayStartBeforeTensor(bound)) {
+      // Rare enough that plain elementwise ops do: index + offset >= 0.
+      const Op &load = *bound.load;
+      Value *offset = load.operands[firstOffsetOperand(load) + bound.globalDim];
+      Value *index = builder.value(OpKind::Iota, {}, value->type.withDType(DType::I32), {{"axis", Attr(axis)}});
+      Value *position = builder.value(OpKind::Add, {index, offset}, index->type);
+      Value *inside = builder.value(OpKind::Ge, {position, builder.constInt(0)}, index->type.withDType(DType::I1));
+      result = builder.value(OpKind::Select, {inside, result, builder.constFloat(fill)}, value->type);
+    }
     masks_[key] = result;
     return result;
+  }
+
+  static bool mayStartBeforeTensor(const BoundSource &bound) {
+    std::vector<int64_t> checkedLow = bound.load->listAttr("checked_low");
+    return bound.globalDim < checkedLow.size() && checkedLow[bound.globalDim];
   }
 
   /// dim - offset as an i32, computed right after the load.

@@ -3,6 +3,7 @@
 // its result, so each phase can be tested on its own.
 
 #include "codegen/CudaEmitter.h"
+#include "codegen/Identifiers.h"
 #include "frontend/AST.h"
 #include "frontend/Lexer.h"
 #include "frontend/Parser.h"
@@ -75,6 +76,12 @@ cl::opt<unsigned> errorLimit("error-limit", cl::desc("Stop after this many error
                              cl::init(20), cl::cat(tkcCategory));
 // Registered under a placeholder name: LLVM's support library brings its
 // own boolean `--color`, which main() replaces with this one.
+// For the test that checks that no name of the output can be a source name
+// unless it is one.
+cl::opt<bool> spellIdentifiers("spell-identifiers",
+                               cl::desc("Print `NAME SPELLING` for each word of the input: how a source name NAME "
+                                        "is spelled in the generated CUDA"),
+                               cl::Hidden, cl::cat(tkcCategory));
 cl::opt<ColorMode> colorMode("tkc-color", cl::desc("Colour diagnostics"), cl::init(ColorMode::Auto),
                              cl::values(clEnumValN(ColorMode::Auto, "auto", "when stderr is a terminal and NO_COLOR is unset"),
                                         clEnumValN(ColorMode::Always, "always", "always"),
@@ -226,6 +233,12 @@ std::optional<std::string> compile(ast::File &file, const Target &target, Diagno
     }
   }
 
+  // Every pass is needed for correct CUDA: without tail, smem-plan or
+  // barriers the output compiles but computes the wrong thing.
+  if (emitKind == EmitKind::Cuda && (passList != "all" || !stopAfter.empty())) {
+    diags.report({}, DiagId::PartialPipelineForCuda, passList != "all" ? "--passes" : "--stop-after");
+    return std::nullopt;
+  }
   auto passes = selectPasses(diags);
   if (!passes)
     return std::nullopt;
@@ -271,6 +284,20 @@ int main(int argc, char **argv) {
   cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "tkc 0.1.0\n"; });
   // On a bad option llvm::cl prints its message and exits with status 1.
   cl::ParseCommandLineOptions(argc, argv, "tkc: compiles tile kernels (.tk) to CUDA C++\n");
+
+  if (spellIdentifiers) {
+    auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
+    if (!buffer) {
+      std::fprintf(stderr, "tkc: error: cannot read %s\n", inputPath.c_str());
+      return 1;
+    }
+    llvm::SmallVector<llvm::StringRef> words;
+    (*buffer)->getBuffer().split(words, '\n', -1, false);
+    for (llvm::StringRef word : words)
+      if (!word.trim().empty())
+        std::printf("%s %s\n", word.trim().str().c_str(), codegen::sourceIdentifier(word.trim().str()).c_str());
+    return 0;
+  }
 
   SourceManager sources;
   DiagnosticEngine diags(sources);

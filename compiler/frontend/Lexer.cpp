@@ -173,13 +173,13 @@ private:
   void skipWhitespaceAndComments() {
     while (!atEnd()) {
       char c = peek();
-      if (c == '\n') {
+      if (endsLine(text_, pos_)) {
         newline(pos_);
         ++pos_;
       } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
         ++pos_;
       } else if (c == '/' && peek(1) == '/') {
-        while (!atEnd() && peek() != '\n')
+        while (!atEnd() && peek() != '\n' && peek() != '\r')
           ++pos_;
       } else if (c == '/' && peek(1) == '*') {
         SourceLocation start = locAt(pos_);
@@ -191,7 +191,7 @@ private:
             closed = true;
             break;
           }
-          if (peek() == '\n')
+          if (endsLine(text_, pos_))
             newline(pos_);
           ++pos_;
         }

@@ -1,5 +1,6 @@
 #include "codegen/KernelEmitter.h"
 #include "codegen/Expressions.h"
+#include "support/CommentText.h"
 
 #include <cmath>
 #include <set>
@@ -35,7 +36,7 @@ bool isIdentifier(const std::string &s) {
 KernelEmitter::KernelEmitter(const Kernel &kernel, const Target &target, const std::string &sourceName,
                              const SourceManager *sources, CodeWriter &out, std::set<WgmmaShape> &wgmmaShapes,
                              DiagnosticEngine &diags)
-    : kernel_(kernel), target_(target), sourceName_(sourceName), sources_(sources), out_(out),
+    : kernel_(kernel), target_(target), sourceName_(commentSafe(sourceName)), sources_(sources), out_(out),
       wgmmaShapes_(wgmmaShapes), diags_(diags) {}
 
 std::string KernelEmitter::functionName() const { return kernel_.name + "_kernel"; }
@@ -100,7 +101,7 @@ void KernelEmitter::comment(const Op &op) {
   if (text.empty())
     out_.line("// {}:{}", sourceName_, op.loc.line);
   else
-    out_.line("// {}:{}: {}", sourceName_, op.loc.line, text);
+    out_.line("// {}:{}: {}", sourceName_, op.loc.line, commentSafe(text));
 }
 
 void KernelEmitter::countUses() {

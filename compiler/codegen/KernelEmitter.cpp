@@ -1,6 +1,7 @@
 #include "codegen/KernelEmitter.h"
 #include "codegen/Expressions.h"
 #include "codegen/Identifiers.h"
+#include "support/CommentText.h"
 
 #include <cmath>
 #include <set>
@@ -20,11 +21,10 @@ bool isSourceName(const std::string &s) {
 }
 } // namespace
 
-
 KernelEmitter::KernelEmitter(const Kernel &kernel, const Target &target, const std::string &sourceName,
                              const SourceManager *sources, CodeWriter &out, std::set<WgmmaShape> &wgmmaShapes,
                              DiagnosticEngine &diags)
-    : kernel_(kernel), target_(target), sourceName_(sourceName), sources_(sources), out_(out),
+    : kernel_(kernel), target_(target), sourceName_(commentSafe(sourceName)), sources_(sources), out_(out),
       wgmmaShapes_(wgmmaShapes), diags_(diags) {}
 
 std::string KernelEmitter::functionName() const { return kernel_.name + "_kernel"; }
@@ -103,7 +103,7 @@ void KernelEmitter::comment(const Op &op) {
   if (text.empty())
     out_.line("// {}:{}", sourceName_, op.loc.line);
   else
-    out_.line("// {}:{}: {}", sourceName_, op.loc.line, text);
+    out_.line("// {}:{}: {}", sourceName_, op.loc.line, commentSafe(text));
 }
 
 void KernelEmitter::countUses() {

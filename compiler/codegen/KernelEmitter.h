@@ -176,7 +176,7 @@ private:
 
   const ir::Kernel &kernel_;
   const Target &target_;
-  std::string sourceName_;
+  std::string sourceName_; // escaped for comments
   const SourceManager *sources_;
   CodeWriter &out_;
   std::set<WgmmaShape> &wgmmaShapes_;

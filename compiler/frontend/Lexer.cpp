@@ -129,12 +129,12 @@ std::string printableCharacter(std::string_view bytes) {
 class Lexer {
 public:
   Lexer(const SourceManager &sources, uint32_t file, DiagnosticEngine &diags)
-      : text_(sources.text(file)), file_(file), diags_(diags) {}
+      : text_(sources.text(file)), name_(sources.name(file)), file_(file), diags_(diags) {}
 
   std::vector<Token> run() {
     std::vector<Token> tokens;
     if (text_.size() > kMaxInputBytes) {
-      diags_.report(SourceLocation{file_, 1, 1}, DiagId::InputTooLarge, text_.size(), kMaxInputBytes);
+      diags_.report({}, DiagId::InputTooLarge, name_, kMaxInputBytes);
       tokens.push_back(makeToken(TokenKind::Eof, 0, 0));
       return tokens;
     }
@@ -173,13 +173,13 @@ private:
   void skipWhitespaceAndComments() {
     while (!atEnd()) {
       char c = peek();
-      if (c == '\n') {
+      if (endsLine(text_, pos_)) {
         newline(pos_);
         ++pos_;
       } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
         ++pos_;
       } else if (c == '/' && peek(1) == '/') {
-        while (!atEnd() && peek() != '\n')
+        while (!atEnd() && peek() != '\n' && peek() != '\r')
           ++pos_;
       } else if (c == '/' && peek(1) == '*') {
         SourceLocation start = locAt(pos_);
@@ -191,7 +191,7 @@ private:
             closed = true;
             break;
           }
-          if (peek() == '\n')
+          if (endsLine(text_, pos_))
             newline(pos_);
           ++pos_;
         }
@@ -335,6 +335,7 @@ private:
   }
 
   std::string_view text_;
+  std::string name_;
   uint32_t file_;
   DiagnosticEngine &diags_;
   size_t pos_ = 0;

@@ -1,5 +1,10 @@
 #include "support/Diagnostics.h"
 
+#include <llvm/Support/ConvertUTF.h>
+#include <llvm/Support/Unicode.h>
+
+#include <algorithm>
+
 namespace tkc {
 
 namespace {
@@ -14,6 +19,30 @@ constexpr DiagInfo kDiagnostics[] = {
 #include "support/DiagnosticKinds.def"
 #undef DIAG
 };
+/// The blanks that put a caret under byte `column - 1` of `line` on a
+/// terminal: tabs stay tabs, and each character takes as many columns as it
+/// is wide (one for most, two for CJK, none for combining marks), not as
+/// many as it has bytes.
+std::string caretIndent(std::string_view line, uint32_t column) {
+  std::string indent;
+  size_t end = std::min<size_t>(column > 0 ? column - 1 : 0, line.size());
+  for (size_t i = 0; i < end;) {
+    if (line[i] == '\t') {
+      indent += '\t';
+      ++i;
+      continue;
+    }
+    auto *bytes = reinterpret_cast<const llvm::UTF8 *>(line.data() + i);
+    size_t length = llvm::getNumBytesForUTF8(bytes[0]);
+    if (length == 0 || i + length > line.size() || !llvm::isLegalUTF8Sequence(bytes, bytes + length))
+      length = 1;
+    int width = llvm::sys::unicode::columnWidthUTF8(llvm::StringRef(line.data() + i, length));
+    indent.append(width < 0 ? 1 : static_cast<size_t>(width), ' ');
+    i += length;
+  }
+  return indent;
+}
+
 } // namespace
 
 Severity severityOf(DiagId id) { return kDiagnostics[static_cast<int>(id)].severity; }
@@ -64,9 +93,7 @@ void DiagnosticEngine::emit(SourceLocation loc, DiagId id, const std::string &me
   if (!loc.isValid())
     return;
   std::string_view line = sources_.lineText(loc.file, loc.line);
-  std::string caretLine;
-  for (uint32_t i = 1; i < loc.column && i - 1 < line.size(); ++i)
-    caretLine += line[i - 1] == '\t' ? '\t' : ' ';
+  std::string caretLine = caretIndent(line, loc.column);
   std::fprintf(out_, "%.*s\n%s%s^%s\n", static_cast<int>(line.size()), line.data(), caretLine.c_str(),
                color_ ? "\033[1;32m" : "", color_ ? "\033[0m" : "");
 }

@@ -5,7 +5,7 @@ namespace tkc {
 uint32_t SourceManager::addBuffer(std::string name, std::string text) {
   Buffer buffer{std::move(name), std::move(text), {0}};
   for (size_t i = 0; i < buffer.text.size(); ++i)
-    if (buffer.text[i] == '\n')
+    if (endsLine(buffer.text, i))
       buffer.lineStarts.push_back(i + 1);
   buffers_.push_back(std::move(buffer));
   return static_cast<uint32_t>(buffers_.size() - 1);
@@ -18,14 +18,10 @@ std::string_view SourceManager::lineText(uint32_t file, uint32_t line) const {
   if (line == 0 || line > buffer.lineStarts.size())
     return {};
   size_t begin = buffer.lineStarts[line - 1];
-  size_t end = buffer.text.find('\n', begin);
+  size_t end = buffer.text.find_first_of("\r\n", begin);
   if (end == std::string::npos)
     end = buffer.text.size();
-  std::string_view text(buffer.text);
-  text = text.substr(begin, end - begin);
-  if (!text.empty() && text.back() == '\r')
-    text.remove_suffix(1);
-  return text;
+  return std::string_view(buffer.text).substr(begin, end - begin);
 }
 
 } // namespace tkc

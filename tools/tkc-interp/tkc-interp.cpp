@@ -14,9 +14,9 @@
 #include "ir/Verifier.h"
 #include "lowering/LowerToIR.h"
 #include "passes/Pass.h"
+#include "support/FileIO.h"
 
 #include <llvm/Support/CommandLine.h>
-#include <llvm/Support/MemoryBuffer.h>
 
 #include <cmath>
 #include <cstdio>
@@ -198,14 +198,12 @@ int runIRFile(SourceManager &sources, uint32_t file, DiagnosticEngine &diags,
 int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "tkc-interp: checks that every pass preserves a kernel's results\n");
   std::setvbuf(stdout, nullptr, _IOLBF, 0); // results in order with the diagnostics on stderr
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
   SourceManager sources;
   DiagnosticEngine diags(sources);
-  if (!buffer) {
-    diags.report({}, DiagId::CannotOpenInput, inputPath.getValue(), buffer.getError().message());
+  std::optional<InputFile> input = readInputFile(inputPath, diags);
+  if (!input)
     return 1;
-  }
-  uint32_t file = sources.addBuffer(inputPath, (*buffer)->getBuffer().str());
+  uint32_t file = sources.addBuffer(inputPath, std::move(input->text));
   std::map<std::string, int64_t> symbols;
   if (!parseSizes(symbols))
     return 1;

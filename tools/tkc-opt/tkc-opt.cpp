@@ -6,9 +6,9 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "passes/Pass.h"
+#include "support/FileIO.h"
 
 #include <llvm/Support/CommandLine.h>
-#include <llvm/Support/MemoryBuffer.h>
 
 #include <cstdio>
 #include <string>
@@ -95,14 +95,14 @@ int main(int argc, char **argv) {
   for (const std::string &name : passNames)
     if (!createPass(name))
       driverDiags.report({}, DiagId::UnknownPass, name);
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputPath, /*IsText=*/true);
-  if (!buffer)
-    driverDiags.report({}, DiagId::CannotOpenInput, inputPath.getValue(), buffer.getError().message());
   if (driverDiags.hasErrors())
+    return 1;
+  std::optional<InputFile> input = readInputFile(inputPath, driverDiags);
+  if (!input)
     return 1;
 
   std::string bufferName = inputPath == "-" ? "<stdin>" : inputPath.getValue();
-  std::string_view text((*buffer)->getBufferStart(), (*buffer)->getBufferSize());
+  std::string_view text(input->text);
   bool ok = true;
   std::string output;
   std::vector<Chunk> chunks = splitInput(text, splitInputFile);

@@ -12,19 +12,16 @@
 #include "ir/Verifier.h"
 #include "lowering/LowerToIR.h"
 #include "passes/Pass.h"
+#include "support/FileIO.h"
 
 #include <fmt/format.h>
 #include <llvm/Support/CommandLine.h>
-#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <set>
 #include <string>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -105,48 +102,6 @@ std::string defaultOutputPath() {
   if (path.size() > 3 && path.compare(path.size() - 3, 3, ".tk") == 0)
     path.resize(path.size() - 3);
   return path + ".cu";
-}
-
-/// Writes `text` to `path` all at once: into a temporary file next to it that
-/// is renamed into place, so a failed run never leaves a partial output.
-bool writeOutput(const std::string &path, const std::string &text, DiagnosticEngine &diags) {
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    return true;
-  }
-  std::string tempPath = path + ".tmp.XXXXXX";
-  int fd = mkstemp(tempPath.data());
-  if (fd < 0) {
-    diags.report({}, DiagId::CannotWriteOutput, path, std::strerror(errno));
-    return false;
-  }
-  bool ok = true;
-  for (size_t written = 0; ok && written < text.size();) {
-    ssize_t n = write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR)
-      continue;
-    ok = n > 0;
-    written += ok ? static_cast<size_t>(n) : 0;
-  }
-  int savedErrno = errno;
-  ok &= close(fd) == 0;
-  // mkstemp creates the file readable by its owner only; give the output
-  // the usual permissions.
-  if (ok) {
-    mode_t mask = umask(0);
-    umask(mask);
-    chmod(tempPath.c_str(), 0666 & ~mask);
-  }
-  if (ok && std::rename(tempPath.c_str(), path.c_str()) != 0) {
-    savedErrno = errno;
-    ok = false;
-  }
-  if (!ok) {
-    std::remove(tempPath.c_str());
-    diags.report({}, DiagId::CannotWriteOutput, path, std::strerror(savedErrno ? savedErrno : EIO));
-  }
-  return ok;
 }
 
 std::string printTokens(const std::vector<Token> &tokens) {
@@ -268,6 +223,22 @@ std::optional<std::string> compile(ast::File &file, const Target &target, Diagno
   return cuda;
 }
 
+/// An option that takes one value, given twice, is an error rather than the
+/// last one silently winning (`-o a -o b`: which file did the user mean?).
+bool checkRepeatedOptions(DiagnosticEngine &diags) {
+  bool ok = true;
+  for (auto &entry : cl::getRegisteredOptions()) {
+    cl::Option *option = entry.second;
+    bool ours = llvm::is_contained(option->Categories, &tkcCategory);
+    if (ours && option->getNumOccurrencesFlag() == cl::Optional && option->getNumOccurrences() > 1 &&
+        entry.first() == option->ArgStr) {
+      diags.report({}, DiagId::RepeatedOption, (option->ArgStr.size() == 1 ? "-" : "--") + option->ArgStr.str());
+      ok = false;
+    }
+  }
+  return ok;
+}
+
 /// Takes the option name `color` over from LLVM's own colour switch.
 void claimColorOption() {
   llvm::StringMap<cl::Option *> &options = cl::getRegisteredOptions();
@@ -309,17 +280,14 @@ int main(int argc, char **argv) {
   if (!target)
     diags.report({}, DiagId::UnknownTarget, targetName.getValue());
   checkPhaseNames(diags);
+  checkRepeatedOptions(diags);
   if (diags.hasErrors())
     return 1;
 
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputPath, /*IsText=*/false);
-  if (!buffer) {
-    diags.report({}, DiagId::CannotOpenInput, inputPath.getValue(), buffer.getError().message());
+  std::optional<InputFile> input = readInputFile(inputPath, diags);
+  if (!input)
     return 1;
-  }
-  uint32_t fileId = sources.addBuffer(inputPath == "-" ? "<stdin>" : inputPath.getValue(),
-                                      std::string((*buffer)->getBufferStart(), (*buffer)->getBufferSize()));
-  buffer->reset();
+  uint32_t fileId = sources.addBuffer(inputPath == "-" ? "<stdin>" : inputPath.getValue(), std::move(input->text));
 
   std::vector<Token> tokens = lexBuffer(sources, fileId, diags);
   std::optional<std::string> output;
@@ -335,5 +303,5 @@ int main(int argc, char **argv) {
   if (!output || diags.hasErrors())
     return 1;
   std::string path = outputPath.empty() ? defaultOutputPath() : outputPath.getValue();
-  return writeOutput(path, *output, diags) ? 0 : 1;
+  return writeOutputFile(path, *output, &*input, diags) ? 0 : 1;
 }

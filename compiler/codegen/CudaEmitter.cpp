@@ -1,6 +1,7 @@
 #include "codegen/CudaEmitter.h"
 #include "codegen/HostEmitter.h"
 #include "codegen/KernelEmitter.h"
+#include "ir/Registers.h"
 #include "support/CommentText.h"
 
 #include <map>
@@ -9,6 +10,25 @@
 namespace tkc::codegen {
 
 using namespace ir;
+
+namespace {
+/// Tiles that need more registers than a thread has compile, but ptxas
+/// spills them to local memory, which is slow; the warning points at the
+/// tile that takes the most (once for the specialisations of a kernel).
+void warnRegisterPressure(const Kernel &kernel, DiagnosticEngine &diags,
+                          std::set<std::pair<uint32_t, uint32_t>> &warnedAt) {
+  RegisterPeak peak = peakLiveRegisters(kernel);
+  if (peak.registers <= kMaxThreadRegisters || !peak.largest)
+    return;
+  const Value *tile = originOf(peak.largest);
+  SourceLocation loc = tile->definingOp ? tile->definingOp->loc : kernel.loc;
+  if (!warnedAt.insert({loc.line, loc.column}).second)
+    return;
+  diags.report(loc, DiagId::RegisterPressure, kernel.sourceName.empty() ? kernel.name : kernel.sourceName,
+               peak.registers, kMaxThreadRegisters, tile->nameHint.empty() ? "a tile" : tile->nameHint,
+               threadRegisters(peak.largest->type));
+}
+} // namespace
 
 bool emitCuda(const Module &module, const Target &target, const std::string &sourceName, std::string &out,
               DiagnosticEngine &diags, const SourceManager *sources) {
@@ -36,7 +56,9 @@ bool emitCuda(const Module &module, const Target &target, const std::string &sou
   std::set<WgmmaShape> wgmmaShapes;
   std::map<std::string, std::vector<LaunchVariant>> launchers;
   std::vector<std::string> launcherOrder;
+  std::set<std::pair<uint32_t, uint32_t>> warnedAt; // specialisations of a kernel share their tiles
   for (auto &kernel : module.kernels) {
+    warnRegisterPressure(*kernel, diags, warnedAt);
     KernelEmitter emitter(*kernel, target, file, sources, body, wgmmaShapes, diags);
     if (!emitter.emit())
       return false;

@@ -1,5 +1,6 @@
 #include "codegen/Fragments.h"
 #include "ir/IR.h"
+#include "ir/Registers.h"
 
 #include <fmt/format.h>
 
@@ -155,12 +156,7 @@ int operandACount(const Type &type) {
   return static_cast<int>(wm / 16 * (type.shape[1] / 16) * 4);
 }
 
-int registersOf(const Type &type) {
-  if (!type.isRegister())
-    return 0;
-  int elements = type.layout.kind == LayoutKind::OperandA ? operandACount(type) * 2 : fragmentOf(type).count();
-  return elements * dtypeBytes(type.dtype) / 4;
-}
+int registersOf(const Type &type) { return static_cast<int>(threadRegisters(type)); }
 
 int carriedRegisters(const Op &loop) {
   int registers = 0;

@@ -15,6 +15,20 @@ struct Tensor {
   std::vector<double> data;
 };
 
+/// How much one run may take: more is reported as an error at the op
+/// that exceeds it rather than run for hours or exhaust memory.
+struct Limits {
+  /// Ops executed in all blocks together.
+  uint64_t steps = uint64_t(1) << 26;
+  /// Blocks of the grid.
+  int64_t blocks = int64_t(1) << 16;
+  /// Elements of one tile (all the slots of a shared buffer together).
+  int64_t tileElements = int64_t(1) << 24;
+  /// Shared bytes a block may address: offsets and sizes past the largest
+  /// shared memory of any GPU (228 KiB) by far.
+  int64_t sharedBytes = int64_t(1) << 20;
+};
+
 struct Options {
   /// What `num_sms` gives: small, so that a persistent grid gives each block
   /// several tiles.
@@ -30,6 +44,7 @@ struct Options {
   /// Whether ordinary accesses of shared memory by different threads must be
   /// ordered by `barrier` (true of IR after the barriers pass).
   bool checkBarriers = false;
+  Limits limits;
 };
 
 /// Runs a kernel on the CPU with the reference semantics of the tile IR.

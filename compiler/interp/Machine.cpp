@@ -46,6 +46,11 @@ template <typename T> const Op *firstOpOf(const std::vector<T> &open, const std:
   return open.empty() ? nullptr : open.front().op;
 }
 
+/// `a * b`, or `cap + 1` where that is more than `cap` (a, b >= 0).
+int64_t cappedProduct(int64_t a, int64_t b, int64_t cap) {
+  return b != 0 && a > cap / b ? cap + 1 : a * b;
+}
+
 /// For, yield and warpgroup_role move the cursor themselves.
 bool movesCursor(OpKind kind) {
   return kind == OpKind::For || kind == OpKind::Yield || kind == OpKind::WarpgroupRole;
@@ -53,9 +58,19 @@ bool movesCursor(OpKind kind) {
 } // namespace
 
 bool Machine::run() {
+  if (!checkLimits())
+    return false;
   int64_t extent[3];
   if (!runLaunch(extent))
     return false;
+  int64_t blocks = 1;
+  for (int64_t e : extent)
+    blocks = cappedProduct(blocks, std::max<int64_t>(e, 0), options_.limits.blocks);
+  if (blocks > options_.limits.blocks) {
+    fail(*kernel_.launch.ops.back(), DiagId::InterpGridTooLarge,
+         fmt::format("{} x {} x {}", extent[0], extent[1], extent[2]), options_.limits.blocks);
+    return false;
+  }
   gridX_ = extent[0];
   for (int64_t z = 0; z < extent[2]; ++z)
     for (int64_t y = 0; y < extent[1]; ++y)
@@ -63,6 +78,40 @@ bool Machine::run() {
         if (!runBlock(x, y, z))
           return false;
   return true;
+}
+
+bool Machine::checkLimits() {
+  bool ok = true;
+  for (const Block *block : {&kernel_.launch, &kernel_.body})
+    walk(const_cast<Block &>(*block), [&](const Op &op) {
+      for (auto &result : op.results)
+        ok = ok && checkLimits(op, *result);
+      if (op.body)
+        for (auto &arg : op.body->args)
+          ok = ok && checkLimits(op, *arg);
+    });
+  return ok;
+}
+
+bool Machine::checkLimits(const Op &op, const Value &v) {
+  const Type &type = v.type;
+  if (!type.isTile())
+    return true;
+  const Limits &limits = options_.limits;
+  int64_t elements = std::max(type.stages, 1);
+  for (int64_t extent : type.shape)
+    elements = cappedProduct(elements, extent, limits.tileElements);
+  if (elements > limits.tileElements) {
+    fail(op, DiagId::InterpTileTooLarge, mnemonicOf(op.kind), nameOf(&v), limits.tileElements);
+    return false;
+  }
+  if (!type.isShared() || !op.hasAttr("offset"))
+    return true;
+  int64_t offset = op.intAttr("offset"), end = offset + elements * dtypeBytes(type.dtype);
+  if (offset >= 0 && end <= limits.sharedBytes)
+    return true;
+  fail(op, DiagId::InterpSharedTooFar, mnemonicOf(op.kind), nameOf(&v), offset, end, limits.sharedBytes);
+  return false;
 }
 
 bool Machine::runLaunch(int64_t (&extent)[3]) {
@@ -290,7 +339,8 @@ Machine::Status Machine::finish(Context &ctx, const Op &op, Status status) {
     r.smemWrite = writeShared(op, r.smemOffset, r.smemBytes);
   }
   if (status == Status::Next) {
-    ++clock_;
+    if (++clock_ > options_.limits.steps)
+      return fail(op, DiagId::InterpTooManySteps, options_.limits.steps, blockName(block_));
     if (!movesCursor(op.kind))
       advance(ctx);
   }

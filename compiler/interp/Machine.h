@@ -245,6 +245,10 @@ private:
   enum class Status { Next, Blocked, Failed };
 
   // --- Machine.cpp: blocks, contexts, scheduling --------------------------
+  /// Checks the tiles and shared offsets of the kernel against
+  /// Options::limits before anything is allocated.
+  bool checkLimits();
+  bool checkLimits(const ir::Op &op, const ir::Value &v);
   bool runLaunch(int64_t (&extent)[3]);
   bool runBlock(int64_t bx, int64_t by, int64_t bz);
   /// Runs `ctx` until it blocks, finishes or fails.

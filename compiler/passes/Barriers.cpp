@@ -6,9 +6,16 @@
 // The pass walks the ops in order, tracking which buffers were read and
 // written since the last barrier; a barrier goes right before the first op
 // that conflicts with that state, which is as late as it can be.
+//
+// A loop is analysed by walking its body from several entry states, and a
+// nested loop's analysis is part of each such walk. The walks are
+// remembered per block and entry state, so that each body is walked once
+// per distinct state rather than once per walk of every loop around it
+// (exponential in the depth of nesting).
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
+#include <map>
 #include <optional>
 #include <set>
 
@@ -91,7 +98,7 @@ struct SyncState {
   std::set<BufferUse> read;   ///< reads other threads may still be doing
   std::set<Value *> pending;  ///< async copies issued, complete at the next async_wait
 
-  bool operator==(const SyncState &) const = default;
+  auto operator<=>(const SyncState &) const = default;
 
   void passBarrier() {
     written.clear();
@@ -139,10 +146,34 @@ public:
   void run(Block &body) { simulate(body, SyncState{}, /*insert=*/true); }
 
 private:
+  /// A walk of a block without inserting: the state at its end and the ops
+  /// that a barrier goes before.
+  struct Walk {
+    SyncState exit;
+    std::vector<Op *> placed;
+  };
+  /// Per block, the walks made so far by entry state.
+  std::map<const Block *, std::map<SyncState, Walk>> walks_;
+
   /// Walks `block` from `state`, returning the state at its end. Where a
   /// barrier is needed the state is cleared and the op it goes before is
   /// recorded in `placed`; with `insert` the barrier op is also created.
-  SyncState simulate(Block &block, SyncState state, bool insert, std::vector<Op *> *placed = nullptr) {
+  SyncState simulate(Block &block, const SyncState &state, bool insert, std::vector<Op *> *placed = nullptr) {
+    if (insert)
+      return walk(block, state, /*insert=*/true, placed);
+    std::map<SyncState, Walk> &known = walks_[&block];
+    auto found = known.find(state);
+    if (found == known.end()) {
+      Walk result;
+      result.exit = walk(block, state, /*insert=*/false, &result.placed);
+      found = known.emplace(state, std::move(result)).first;
+    }
+    if (placed)
+      placed->insert(placed->end(), found->second.placed.begin(), found->second.placed.end());
+    return found->second.exit;
+  }
+
+  SyncState walk(Block &block, SyncState state, bool insert, std::vector<Op *> *placed) {
     for (auto it = block.ops.begin(); it != block.ops.end(); ++it) {
       Op &op = **it;
       switch (op.kind) {
@@ -176,11 +207,15 @@ private:
   void placeBarrier(Block &block, OpIterator before, bool insert, std::vector<Op *> *placed) {
     if (placed)
       placed->push_back(before->get());
-    if (insert) {
-      Builder builder(block, before);
-      builder.setLoc((*before)->loc);
-      builder.create(OpKind::Barrier, {}, {});
-    }
+    if (!insert)
+      return;
+    Builder builder(block, before);
+    builder.setLoc((*before)->loc);
+    builder.create(OpKind::Barrier, {}, {});
+    // The walks remembered for this block and those around it no longer
+    // describe them.
+    for (Block *changed = &block; changed; changed = changed->parentOp ? changed->parentOp->parent : nullptr)
+      walks_.erase(changed);
   }
 
   /// The body is entered from before the loop or from the end of the

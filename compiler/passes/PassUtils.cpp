@@ -1,4 +1,5 @@
 #include "passes/PassUtils.h"
+#include "ir/Registers.h"
 
 #include <algorithm>
 
@@ -373,22 +374,20 @@ bool eliminateDeadCode(Block &root) {
 }
 
 int64_t threadRegisters(const ir::Type &type) {
-  if (!type.isRegister() || !type.isTile() || type.shape.size() != 2)
-    return 0;
-  int64_t threads = int64_t(type.layout.warpsM) * type.layout.warpsN * 32;
-  return type.numElements() * ir::dtypeBytes(type.dtype) / 4 / threads;
+  // Vectors take a few registers each, which kRegisterHeadroom leaves room for.
+  return type.shape.size() == 2 ? ir::threadRegisters(type) : 0;
 }
 
 int64_t loopRegisters(const ir::Op &loop, const ir::Op *except) {
   int64_t registers = 0;
   for (auto &result : loop.results)
-    registers += threadRegisters(result->type);
+    registers += passes::threadRegisters(result->type);
   ir::walk(*loop.body, [&](const ir::Op &op) {
     if (op.kind != ir::OpKind::Wgmma || &op == except)
       return;
     const ir::Op *init = op.operands[2]->definingOp;
     if (init && init->kind == ir::OpKind::Fill)
-      registers += threadRegisters(op.result()->type);
+      registers += passes::threadRegisters(op.result()->type);
   });
   return registers;
 }

@@ -134,8 +134,7 @@ bool eliminateDeadCode(ir::Block &root);
 /// products concurrently, and 192 of 232 or 224 of 240 did not.
 constexpr int64_t kRegisterHeadroom = 48;
 
-/// 32-bit registers per thread of a 2-d register tile split among its
-/// layout's warps (0 for anything else).
+/// ir::threadRegisters of a 2-d register tile (0 for anything else).
 int64_t threadRegisters(const ir::Type &type);
 
 /// Registers per thread a loop needs whatever else it holds: the tiles it

@@ -1,8 +1,10 @@
 // The CUDA emitter on hand-written IR, for ops that no example reaches.
 
 #include "codegen/CudaEmitter.h"
+#include "codegen/Fragments.h"
 #include "codegen/WgmmaWrappers.h"
 #include "ir/Parser.h"
+#include "ir/Registers.h"
 #include "ir/Verifier.h"
 
 #include <gtest/gtest.h>
@@ -160,4 +162,48 @@ TEST(Codegen, WgmmaWrapperForEveryWidth) {
     }
   }
   EXPECT_EQ(widths, 15);
+}
+
+// The register model that the passes and the register-pressure warning
+// count with is what the emitter declares: a thread's fragment.
+TEST(Codegen, ThreadRegistersMatchFragments) {
+  using ir::LayoutKind;
+  int checked = 0;
+  for (ir::DType dtype : {ir::DType::F32, ir::DType::BF16})
+    for (int warpsM : {1, 2, 4, 8})
+      for (int warpsN : {1, 2})
+        for (int64_t rows : {64, 128, 256})
+          for (int64_t cols : {64, 128, 256}) {
+            for (LayoutKind kind : {LayoutKind::Acc, LayoutKind::OperandA}) {
+              ir::Type tile = ir::Type::tile(dtype, {rows, cols}).withLayout(ir::MemSpace::Register, {kind, warpsM, warpsN});
+              int64_t elements = kind == LayoutKind::OperandA ? codegen::operandACount(tile) * 2
+                                                              : codegen::fragmentOf(tile).count();
+              EXPECT_EQ(ir::threadRegisters(tile), elements * ir::dtypeBytes(dtype) / 4) << tile.str();
+              ++checked;
+            }
+            for (int lanes : {8, 32}) {
+              ir::Type strip = ir::Type::tile(dtype, {rows, cols})
+                                   .withLayout(ir::MemSpace::Register, {LayoutKind::Strip, warpsM, 1, lanes});
+              ir::Type rowVector = ir::Type::tile(dtype, {rows})
+                                       .withLayout(ir::MemSpace::Register, {LayoutKind::StripRow, warpsM, 1, lanes});
+              ir::Type colVector = ir::Type::tile(dtype, {cols})
+                                       .withLayout(ir::MemSpace::Register, {LayoutKind::StripCol, warpsM, 1, lanes});
+              for (const ir::Type &t : {strip, rowVector, colVector}) {
+                EXPECT_EQ(ir::threadRegisters(t), codegen::fragmentOf(t).count() * ir::dtypeBytes(dtype) / 4)
+                    << t.str();
+                ++checked;
+              }
+            }
+            ir::Type accRow = ir::Type::tile(dtype, {rows}).withLayout(ir::MemSpace::Register,
+                                                                        {LayoutKind::AccRow, warpsM, warpsN});
+            ir::Type accCol = ir::Type::tile(dtype, {cols}).withLayout(ir::MemSpace::Register,
+                                                                        {LayoutKind::AccCol, warpsM, warpsN});
+            for (const ir::Type &t : {accRow, accCol}) {
+              EXPECT_EQ(ir::threadRegisters(t), codegen::fragmentOf(t).count() * ir::dtypeBytes(dtype) / 4) << t.str();
+              ++checked;
+            }
+          }
+  EXPECT_GT(checked, 0);
+  // Nothing outside registers.
+  EXPECT_EQ(ir::threadRegisters(ir::Type::tile(ir::DType::F32, {64, 64}, ir::MemSpace::Shared)), 0);
 }

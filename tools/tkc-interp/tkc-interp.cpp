@@ -6,6 +6,10 @@
 // Given a .tkir file it runs the kernels written there instead, the first
 // as the reference for the others: hand-written IR tests what the
 // interpreter makes of a broken pipeline.
+//
+// The interpreter holds every element in a double: the global tensors may
+// have at most kMaxTensorElements elements in all, and interp::Limits
+// bounds the blocks, ops and tiles of a run, each reported as an error.
 #include "frontend/Lexer.h"
 #include "frontend/Parser.h"
 #include "frontend/Sema.h"
@@ -18,6 +22,10 @@
 
 #include <llvm/Support/CommandLine.h>
 
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -30,12 +38,17 @@ static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input .tk file>
 static cl::opt<std::string> kernelName("kernel",
                                        cl::desc("The (specialised) kernel to run, e.g. attn_fwd__D64__causal0 "
                                                 "(.tk input; a .tkir input runs all its kernels)"));
-static cl::list<std::string> sizes("size", cl::desc("A symbolic dim and its value, e.g. --size=M=70"),
+static cl::list<std::string> sizes("size",
+                                   cl::desc("A symbolic dim and its value, e.g. --size=M=70 (at most 2^31 - 1; "
+                                            "the tensors may have 2^26 elements in all)"),
                                    cl::CommaSeparated);
 static cl::opt<std::string> targetName("target", cl::desc("sm_80 (default) or sm_90a"), cl::init("sm_80"));
 static cl::opt<unsigned> seed("seed", cl::desc("Random seed for the inputs"), cl::init(1));
-static cl::opt<unsigned> numSms("sms", cl::desc("Multiprocessors that `num_sms` reports (sizes persistent grids)"),
+static cl::opt<unsigned> numSms("sms",
+                                cl::desc("Multiprocessors that `num_sms` reports (sizes persistent grids; at least 1)"),
                                 cl::init(3));
+static cl::opt<uint64_t> maxSteps("max-steps", cl::desc("Ops a run may execute before it stops with an error"),
+                                  cl::init(interp::Limits{}.steps));
 static cl::opt<interp::Options::Interleave> interleave(
     "interleave", cl::desc("How the warpgroup roles of a block take turns"),
     cl::values(clEnumValN(interp::Options::Interleave::Coarse, "coarse", "a role runs until it must wait (default)"),
@@ -46,6 +59,9 @@ static cl::opt<interp::Options::Interleave> interleave(
     cl::init(interp::Options::Interleave::Coarse));
 
 namespace {
+
+/// Every element is a double in memory: 2^26 of them take 512 MiB.
+constexpr int64_t kMaxTensorElements = int64_t(1) << 26;
 
 std::vector<interp::Tensor> makeTensors(const ir::Kernel &kernel, const std::map<std::string, int64_t> &symbols,
                                         std::mt19937 &rng, std::string &error) {
@@ -58,6 +74,7 @@ std::vector<interp::Tensor> makeTensors(const ir::Kernel &kernel, const std::map
       accumulated.insert(op.operands[0]);
   });
   std::vector<interp::Tensor> tensors;
+  int64_t total = 0;
   for (auto &arg : kernel.body.args) {
     if (!arg->type.isGlobal())
       continue;
@@ -77,7 +94,14 @@ std::vector<interp::Tensor> makeTensors(const ir::Kernel &kernel, const std::map
     }
     int64_t n = 1;
     for (int64_t d : t.dims)
-      n *= d;
+      n = d > (kMaxTensorElements - total) / n ? kMaxTensorElements + 1 : n * d;
+    if (n > kMaxTensorElements - total) {
+      error = fmt::format("the tensors would have more than {} elements in all, the most the interpreter holds; "
+                          "give smaller --size values",
+                          kMaxTensorElements);
+      return {};
+    }
+    total += n;
     t.data.resize(n);
     for (double &v : t.data)
       v = arg->type.isOutput && !accumulated.count(arg.get()) ? NAN : interp::roundTo(t.dtype, normal(rng));
@@ -123,10 +147,17 @@ bool parseSizes(std::map<std::string, int64_t> &symbols) {
   for (const std::string &entry : sizes) {
     auto eq = entry.find('=');
     char *end = nullptr;
+    errno = 0;
     long long value = eq == std::string::npos ? 0 : std::strtoll(entry.c_str() + eq + 1, &end, 10);
     if (eq == std::string::npos || !end || *end || end == entry.c_str() + eq + 1 || value <= 0) {
       std::fprintf(stderr, "tkc-interp: error: --size expects NAME=VALUE with a positive VALUE, not `%s`\n",
                    entry.c_str());
+      return false;
+    }
+    // Sizes are the kernel's i32 scalar parameters.
+    if (errno == ERANGE || value > INT32_MAX) {
+      std::fprintf(stderr, "tkc-interp: error: --size value of `%s` is more than %d, the largest i32\n",
+                   entry.substr(0, eq).c_str(), INT32_MAX);
       return false;
     }
     symbols[entry.substr(0, eq)] = value;
@@ -154,7 +185,8 @@ int runIRFile(SourceManager &sources, uint32_t file, DiagnosticEngine &diags,
     return 1;
   }
   // Hand-written IR claims to be complete, barriers included.
-  interp::Interpreter interpreter(diags, {static_cast<int64_t>(numSms), interleave, /*checkBarriers=*/true});
+  interp::Interpreter interpreter(diags, {static_cast<int64_t>(numSms), interleave, /*checkBarriers=*/true,
+                                         interp::Limits{.steps = maxSteps}});
   std::vector<interp::Tensor> reference;
   bool ok = true;
   for (auto &kernel : module->kernels) {
@@ -207,6 +239,14 @@ int main(int argc, char **argv) {
   std::map<std::string, int64_t> symbols;
   if (!parseSizes(symbols))
     return 1;
+  if (numSms == 0) {
+    std::fprintf(stderr, "tkc-interp: error: --sms must be at least 1\n");
+    return 1;
+  }
+  if (maxSteps == 0) {
+    std::fprintf(stderr, "tkc-interp: error: --max-steps must be at least 1\n");
+    return 1;
+  }
   if (llvm::StringRef(inputPath).ends_with(".tkir"))
     return runIRFile(sources, file, diags, symbols);
 
@@ -241,7 +281,8 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  interp::Options options{static_cast<int64_t>(numSms), interleave};
+  interp::Options options{static_cast<int64_t>(numSms), interleave, /*checkBarriers=*/false,
+                          interp::Limits{.steps = maxSteps}};
   std::vector<interp::Tensor> reference = inputs;
   if (!interp::Interpreter(diags, options).run(*kernel, reference)) {
     std::printf("lower: failed\n");

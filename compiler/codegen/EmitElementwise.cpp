@@ -17,6 +17,12 @@ std::string fillLiteral(const Op &mask) { return floatLiteral(mask.floatAttr("fi
 std::string maskedIndex(const Op &mask, const Fragment &f) {
   return mask.result()->type.shape.size() == 1 || mask.intAttr("axis") == 0 ? f.row : f.col;
 }
+/// `acc` combined with `v` by a reduction of `kind` ("sum", "max", "min").
+std::string reductionStep(const std::string &kind, const std::string &acc, const std::string &v) {
+  if (kind == "sum")
+    return fmt::format("{} + {}", acc, v);
+  return fmt::format("{}({}, {})", kind == "max" ? "fmaxf" : "fminf", acc, v);
+}
 } // namespace
 
 void KernelEmitter::declareTile(const Value *v) {
@@ -250,13 +256,22 @@ bool KernelEmitter::emitReduce(const Op &op) {
   std::string kind = op.strAttr("kind");
   int axis = static_cast<int>(op.intAttr("axis"));
   std::string identity = kind == "sum" ? "0.0f" : kind == "max" ? "-INFINITY" : "INFINITY";
-  auto combine = [&](const std::string &acc, const std::string &v) {
-    if (kind == "sum")
-      return fmt::format("{} + {}", acc, v);
-    return fmt::format("{}({}, {})", kind == "max" ? "fmaxf" : "fminf", acc, v);
-  };
-  LayoutKind from = src->type.layout.kind, to = result->type.layout.kind;
-  Fragment fs = fragment(src->type), fr = fragment(result->type);
+  auto combine = [&](const std::string &acc, const std::string &v) { return reductionStep(kind, acc, v); };
+  if (src->type.isShared())
+    return emitPartialsReduce(op);
+  // Into shared partial results, the tile's warp rows each reduce their own
+  // rows into a column vector first.
+  bool intoPartials = result->type.isShared();
+  const Layout &tile = src->type.layout;
+  LayoutKind from = tile.kind, to = result->type.layout.kind;
+  Type vector = result->type;
+  if (intoPartials && from == LayoutKind::Acc)
+    vector = Type::tile(DType::F32, {src->type.shape[1]}, MemSpace::Register,
+                        {LayoutKind::AccCol, tile.warpsM, tile.warpsN});
+  else if (intoPartials && from == LayoutKind::Strip)
+    vector = Type::tile(DType::F32, {src->type.shape[1]}, MemSpace::Register,
+                        {LayoutKind::StripCol, tile.warpsM, 1, tile.lanes});
+  Fragment fs = fragment(src->type), fr = fragment(vector);
   std::vector<int> shuffles;
   std::string target;
   if (from == LayoutKind::Acc && to == LayoutKind::AccRow && axis == 1) {
@@ -268,13 +283,26 @@ bool KernelEmitter::emitReduce(const Op &op) {
     target = "r";
     for (int s = src->type.layout.lanes / 2; s >= 1; s /= 2)
       shuffles.push_back(s);
+  } else if (from == LayoutKind::Acc && (to == LayoutKind::AccCol || intoPartials) && axis == 0) {
+    // The eight lanes of a column pair (lane % 4) hold its 16-row groups.
+    target = "j * 2 + e % 2";
+    shuffles = {4, 8, 16};
+  } else if (from == LayoutKind::Strip && (to == LayoutKind::StripCol || intoPartials) && axis == 0) {
+    // A warp's rows at a time lie on lanes `lanes` apart.
+    target = "c * 8 + e";
+    for (int s = tile.lanes; s < 32; s *= 2)
+      shuffles.push_back(s);
   } else {
     return unsupported(op, "this reduction");
   }
-  declareName(result);
-  out_.line("float {}[{}];", name(result), fr.count());
-  out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", fr.count(), name(result), identity);
-  std::string slot = fmt::format("{}[{}]", name(result), target);
+  std::string partials = intoPartials ? declareSharedTile(op) : "";
+  // (`parts` is a reserved local name: no value of the kernel takes it.)
+  std::string sums = intoPartials ? "parts" : declareName(result);
+  if (intoPartials)
+    out_.open("");
+  out_.line("float {}[{}];", sums, fr.count());
+  out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", fr.count(), sums, identity);
+  std::string slot = fmt::format("{}[{}]", sums, target);
   // Reads `input`, or, where `outside` holds, the fill value `fill`.
   auto accumulate = [&](const Value *input, const std::string &outside = "", const std::string &fill = "") {
     out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", fs.count()));
@@ -300,12 +328,56 @@ bool KernelEmitter::emitReduce(const Op &op) {
     accumulate(mask->operands[0]);
     out_.close();
   }
-  // Lanes that hold parts of the same row combine through shuffles.
+  // Lanes that hold parts of the same row (column) combine through shuffles.
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", fr.count()));
   for (int s : shuffles) {
-    std::string v = fmt::format("{}[x]", name(result));
+    std::string v = fmt::format("{}[x]", sums);
     out_.line("{} = {};", v, combine(v, fmt::format("tkc::shfl_xor({}, {})", v, s)));
   }
+  out_.close();
+  if (!intoPartials)
+    return true;
+  // The first lanes of each column hold its warp row's result: each writes
+  // its pairs of columns into the warp row's row of partial results.
+  std::string warpRow = from == LayoutKind::Acc ? warpCoords(tile).row : "warp";
+  std::string writers = from == LayoutKind::Acc ? "lane < 4" : fmt::format("lane < {}", tile.lanes);
+  out_.open(fmt::format("if ({})", writers));
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += 2)", fr.count()));
+  out_.line("{}", fr.decompose("x", fr.row));
+  out_.line("tkc::st_shared_v2_b32({} + (({}) * {} + {}) * 4, __float_as_uint({}[x]), __float_as_uint({}[x + 1]));",
+            partials, warpRow, src->type.shape[1], fr.row, sums, sums);
+  out_.close();
+  out_.close();
+  out_.close();
+  return true;
+}
+
+/// The second half of a column reduction across warp rows: every thread
+/// combines the partial results of the columns its vector holds, so the
+/// vector is whole (replicated) in every warp.
+bool KernelEmitter::emitPartialsReduce(const Op &op) {
+  const Value *partials = op.operands[0];
+  const Value *result = op.result();
+  LayoutKind to = result->type.layout.kind;
+  if (to != LayoutKind::AccCol && to != LayoutKind::StripCol)
+    return unsupported(op, fmt::format("a reduction of partial results into {}", result->type.str()));
+  std::string kind = op.strAttr("kind");
+  auto combine = [&](const std::string &acc, const std::string &v) { return reductionStep(kind, acc, v); };
+  int64_t warpRows = partials->type.shape[0], cols = partials->type.shape[1];
+  Fragment f = fragment(result->type);
+  declareName(result);
+  out_.line("float {}[{}];", name(result), f.count());
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += 2)", f.count()));
+  out_.line("{}", f.decompose("x", f.row));
+  out_.line("tkc::ld_shared_f32x2({} + ({}) * 4, {}[x], {}[x + 1]);", name(partials), f.row, name(result),
+            name(result));
+  out_.open(fmt::format("TKC_UNROLL for (int it = 1; it < {}; ++it)", warpRows));
+  for (int half : {0, 1}) {
+    std::string element = fmt::format("{}[x + {}]", name(result), half);
+    std::string partial = fmt::format("tkc::ld_shared_f32({} + (it * {} + {} + {}) * 4)", name(partials), cols, f.row, half);
+    out_.line("{} = {};", element, combine(element, partial));
+  }
+  out_.close();
   out_.close();
   return true;
 }

@@ -97,6 +97,7 @@ private:
   void emitIota(const ir::Op &op);
   void emitMask(const ir::Op &op);
   bool emitReduce(const ir::Op &op);
+  bool emitPartialsReduce(const ir::Op &op);
   bool emitBroadcast(const ir::Op &op);
   bool emitConvert(const ir::Op &op);
   bool emitStageToShared(const ir::Op &op);

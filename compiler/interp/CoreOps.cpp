@@ -274,6 +274,18 @@ Machine::Status Machine::execMma(Context &ctx, const Op &op) {
   return Status::Next;
 }
 
+namespace {
+/// The warp row of a register tile that holds row `row` (what a column
+/// reduction's shared partial results are indexed by).
+int64_t warpRowOf(const Type &tile, int64_t row) {
+  const Layout &l = tile.layout;
+  if (l.kind == LayoutKind::Acc)
+    return row / (tile.shape[0] / l.warpsM);
+  // A strip gives each warp 32 / lanes consecutive rows at a time, round robin.
+  return row / (32 / l.lanes) % l.warpsM;
+}
+} // namespace
+
 Machine::Status Machine::execReduce(Context &ctx, const Op &op) {
   const Type &type = op.result()->type;
   RValue &in = get(ctx, op.operands[0]);
@@ -282,6 +294,8 @@ Machine::Status Machine::execReduce(Context &ctx, const Op &op) {
   int64_t rows = op.operands[0]->type.shape[0], cols = op.operands[0]->type.shape[1];
   int64_t axis = op.intAttr("axis");
   std::string kind = op.strAttr("kind");
+  // Shared partial results: one row of column reductions per warp row.
+  bool partials = type.isShared();
   RValue r = newTile(type);
   double init = kind == "sum" ? 0.0 : kind == "max" ? -INFINITY : INFINITY;
   std::fill(r.tile->begin(), r.tile->end(), init);
@@ -290,7 +304,7 @@ Machine::Status Machine::execReduce(Context &ctx, const Op &op) {
     for (int64_t j = 0; j < cols; ++j) {
       if (pad && pad[i * cols + j])
         continue; // reductions do not see padding
-      int64_t at = axis == 1 ? i : j;
+      int64_t at = partials ? warpRowOf(op.operands[0]->type, i) * cols + j : axis == 1 ? i : j;
       double &acc = (*r.tile)[at];
       double v = x[i * cols + j];
       acc = kind == "sum" ? acc + v : kind == "max" ? std::max(acc, v) : std::min(acc, v);

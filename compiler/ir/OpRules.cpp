@@ -438,6 +438,31 @@ std::string checkReduce(const Op &op) {
   if (kind != "sum" && kind != "max" && kind != "min")
     return "requires attribute `kind` = \"sum\", \"max\" or \"min\"";
   int64_t kept = x.shape[op.intAttr("axis") == 1 ? 0 : 1];
+  // A column reduction over several warp rows goes through shared memory:
+  // each warp row's partial results, then their reduction.
+  bool partials = result.isShared(), ofPartials = x.isShared();
+  if ((partials || ofPartials) && op.intAttr("axis") != 0)
+    return "only a column reduction (axis 0) goes through shared partial results";
+  if (partials) {
+    bool tiled = x.isRegister() && (x.layout.kind == LayoutKind::Acc || x.layout.kind == LayoutKind::Strip);
+    if (!tiled)
+      return fmt::format("operand of a reduction into shared partial results must be an #acc or #strip register "
+                         "tile, but is {}",
+                         x.str());
+    std::vector<int64_t> shape{x.layout.warpsM, kept};
+    if (result.shape != shape || result.dtype != DType::F32 || result.layout.kind != LayoutKind::None ||
+        result.stages != 0)
+      return fmt::format("shared partial results must be smem<f32{}> (one row per warp row), but are {}",
+                         shapeText(shape), result.str());
+    return "";
+  }
+  if (ofPartials) {
+    if (x.dtype != DType::F32 || x.layout.kind != LayoutKind::None || x.stages != 0)
+      return fmt::format("shared partial results must be an f32 tile without a layout, but are {}", x.str());
+    if (!result.isRegister() || result.shape != std::vector<int64_t>{kept} || !isFloat(result.dtype))
+      return fmt::format("result must be a register tile of {} float elements, but is {}", kept, result.str());
+    return "";
+  }
   if (!result.isTile() || result.shape != std::vector<int64_t>{kept} || result.dtype != x.dtype)
     return fmt::format("result must be a tile of {} elements of type {}, but is {}", kept, dtypeName(x.dtype),
                        result.str());

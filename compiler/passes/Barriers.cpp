@@ -12,6 +12,12 @@
 // remembered per block and entry state, so that each body is walked once
 // per distinct state rather than once per walk of every loop around it
 // (exponential in the depth of nesting).
+//
+// Warp-specialized roles never meet at a __syncthreads: the hopper passes
+// order their shared memory with mbarriers and warpgroup barriers. The one
+// exchange of their warps through ordinary accesses, a column reduction's
+// partial results, is ordered the same way within each role, with
+// `warpgroup_barrier {all = 1}` (every warp of the role).
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
@@ -135,10 +141,16 @@ Accesses accessesOf(const Op &op) {
       slot = operand->definingOp->operands[1];
     accesses.reads.push_back({root, slot});
   }
-  bool writesResult = op.kind == OpKind::Load || op.kind == OpKind::Convert;
+  bool writesResult = op.kind == OpKind::Load || op.kind == OpKind::Convert || op.kind == OpKind::Reduce;
   if (writesResult && op.results.size() == 1 && op.result()->type.isShared())
     accesses.writes.push_back(op.result());
   return accesses;
+}
+
+/// A column reduction's shared partial results: written by one `reduce`,
+/// read by another.
+bool accessesPartials(const Op &op) {
+  return op.kind == OpKind::Reduce && (op.result()->type.isShared() || op.operands[0]->type.isShared());
 }
 
 class BarrierPlacer {
@@ -179,10 +191,15 @@ private:
       switch (op.kind) {
       case OpKind::Barrier: state.passBarrier(); continue;
       case OpKind::WarpgroupRole:
-        // Warp-specialized roles run side by side and never meet at a
-        // __syncthreads: they synchronise through the mbarriers and
-        // warpgroup barriers that hopper-pipeline and hopper-epilogue place.
-        return state;
+      case OpKind::WarpgroupRoleEnd:
+        // From here on, each region runs in its own warpgroups.
+        inRoles_ = true;
+        state = SyncState{};
+        continue;
+      case OpKind::WarpgroupBarrier:
+        if (op.intAttr("all"))
+          state.passBarrier();
+        continue;
       case OpKind::For: state = simulateLoop(block, it, state, insert, placed); continue;
       case OpKind::AsyncWait:
         // Conservatively, every copy issued so far has landed.
@@ -191,7 +208,7 @@ private:
         continue;
       default: break;
       }
-      Accesses accesses = accessesOf(op);
+      Accesses accesses = !inRoles_ || accessesPartials(op) ? accessesOf(op) : Accesses{};
       if (hasHazard(state, accesses)) {
         placeBarrier(block, it, insert, placed);
         state.passBarrier();
@@ -211,7 +228,10 @@ private:
       return;
     Builder builder(block, before);
     builder.setLoc((*before)->loc);
-    builder.create(OpKind::Barrier, {}, {});
+    if (inRoles_)
+      builder.create(OpKind::WarpgroupBarrier, {}, {}, {{"all", Attr(int64_t(1))}});
+    else
+      builder.create(OpKind::Barrier, {}, {});
     // The walks remembered for this block and those around it no longer
     // describe them.
     for (Block *changed = &block; changed; changed = changed->parentOp ? changed->parentOp->parent : nullptr)
@@ -314,6 +334,8 @@ private:
     int64_t offset = definer->intAttr("offset");
     return std::make_pair(offset, offset + sharedBufferBytes(buffer->type));
   }
+
+  bool inRoles_ = false; ///< past the first warpgroup_role: only partial results are ordered, by role barriers
 };
 
 class BarriersPass : public Pass {

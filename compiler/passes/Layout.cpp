@@ -6,7 +6,8 @@
 // (operands and results of elementwise ops, loop-carried values). A class
 // that holds an mma accumulator takes the mma accumulator layout; others
 // take the 16-byte-vector "strip" layout. Vectors take the row or column
-// layout of the tiles they are reduced from or broadcast to. Where a value
+// layout of the tiles they are reduced from or broadcast to (a column
+// reduction across warp rows goes through shared partial results). Where a value
 // changes role (an accumulator used as an mma A operand, a shared tile read
 // many times inside a loop, unless it is read transposed) a `convert` is
 // inserted. B operands and operands read transposed (`trans_a`) are read
@@ -108,6 +109,7 @@ public:
     if (!assignClassLayouts())
       return false;
     applyTypes(kernel_.body);
+    splitColumnReductions();
     if (!stageSharedOperands())
       return false;
     return insertOperandConversions(kernel_.body);
@@ -373,6 +375,31 @@ private:
         for (auto &a : op.body->args)
           place(a.get());
     });
+  }
+
+  /// A column reduction over a tile whose rows several warp rows hold
+  /// combines the warps through shared memory: each warp row reduces its
+  /// own rows into one row of f32 partial results (lanes that share columns
+  /// combine through shuffles), and every thread then reduces the partials
+  /// of its columns, so the vector is whole in every warp. The barriers
+  /// pass orders the two.
+  void splitColumnReductions() {
+    std::vector<Op *> reductions;
+    walk(kernel_.body, [&](Op &op) {
+      const Type &x = op.kind == OpKind::Reduce ? op.operands[0]->type : Type{};
+      bool tiled = x.layout.kind == LayoutKind::Acc || x.layout.kind == LayoutKind::Strip;
+      if (op.kind == OpKind::Reduce && op.intAttr("axis") == 0 && x.isRegister() && tiled && x.layout.warpsM > 1)
+        reductions.push_back(&op);
+    });
+    for (Op *reduce : reductions) {
+      Value *x = reduce->operands[0];
+      Builder builder(*reduce->parent, findOp(*reduce->parent, reduce));
+      builder.setLoc(reduce->loc);
+      Type partials = Type::tile(DType::F32, {x->type.layout.warpsM, x->type.shape[1]}, MemSpace::Shared);
+      Value *rows = builder.value(OpKind::Reduce, {x}, partials, reduce->attrs);
+      rows->nameHint = reduce->result()->nameHint.empty() ? "partials" : reduce->result()->nameHint + "_partials";
+      reduce->operands[0] = rows;
+    }
   }
 
   /// mma A operands in registers must be in the A-fragment layout; shared A

@@ -177,7 +177,7 @@ std::vector<Op *> tilesReadAnIterationLate(Op &loop) {
 
 bool definesSharedBuffer(const Op &op) {
   bool sharedResult = op.results.size() == 1 && op.result()->type.isShared();
-  return op.kind == OpKind::SmemAlloc || (sharedResult && (op.kind == OpKind::Load || op.kind == OpKind::Convert));
+  return op.kind == OpKind::SmemAlloc || (sharedResult && (op.kind == OpKind::Load || op.kind == OpKind::Convert || op.kind == OpKind::Reduce));
 }
 
 Value *pipelineIteration(Op &loop) {

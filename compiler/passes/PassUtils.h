@@ -56,7 +56,8 @@ int64_t sharedBufferBytes(const ir::Type &type);
 int64_t sharedAlignmentOf(const ir::Type &type);
 int64_t alignUp(int64_t bytes, int64_t alignment);
 /// Whether `op` makes a shared buffer of its own (one smem-plan places):
-/// an allocation, or a load or conversion into shared memory.
+/// an allocation, or a load, conversion or column reduction (its partial
+/// results) into shared memory.
 bool definesSharedBuffer(const ir::Op &op);
 /// Bytes of the staging tile hopper-epilogue makes for a store marked
 /// `epilogue = "tma"`: the tile's rows by `staging_cols` columns (all of

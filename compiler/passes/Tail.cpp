@@ -233,8 +233,11 @@ private:
     case OpKind::Reduce: {
       Padding result;
       const Padding &input = paddingOf(op.operands[0]);
+      // Shared partial results of a column reduction keep the columns as
+      // their second axis (their rows are warp rows, never padding).
+      size_t kept = op.result()->type.shape.size() == 2 ? 1 : 0;
       if (auto it = input.find(1 - op.intAttr("axis")); it != input.end())
-        result[0] = {it->second.bound, false};
+        result[kept] = {it->second.bound, false};
       return result;
     }
     case OpKind::Mma: {

@@ -34,8 +34,9 @@ cases=(
   'attn_bwd {"B":1,"H":66,"N":200,"D":128,"causal":1}'   # likewise
   'layernorm {"R":6,"D":1024}'
   'layernorm {"R":5,"D":4096}'
+  'bias_grad {"R":100,"C":70}'
 )
-declare -A stem=([gemm]=gemm [gemm_tn]=gemm_tn [gemm_splitk]=gemm_splitk [attn_fwd]=attention_fwd [attn_bwd]=attention_bwd [layernorm]=layernorm)
+declare -A stem=([gemm]=gemm [gemm_tn]=gemm_tn [gemm_splitk]=gemm_splitk [attn_fwd]=attention_fwd [attn_bwd]=attention_bwd [layernorm]=layernorm [bias_grad]=bias_grad)
 failures=0 runs=0
 for tool in ${TOOLS:-memcheck racecheck synccheck}; do
   for target in sm_80 sm_90a; do

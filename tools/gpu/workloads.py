@@ -440,6 +440,52 @@ class LayerNorm(Workload):
         return s["D"]
 
 
+# --- bias gradient (column reductions) ---------------------------------------------------
+
+
+class BiasGrad(Workload):
+    name = "bias_grad"
+    stem = "bias_grad"
+    params = [Param("dY", "bf16"), Param("dBias", "f32", output=True), Param("Max", "f32", output=True)]
+    main_output = "dBias"
+    peer_names = ["torch"]
+    unit = "GB/s"
+    tolerances = {"dBias": 1e-5, "Max": 1e-6}
+    # Odd row counts leave padding rows in the last tile, which colmax of the
+    # (all negative) inputs must not see; column counts that are not
+    # multiples of 64 cut a block short (dY's rows must be 16-byte aligned).
+    check_sizes = [dict(R=r, C=c) for r, c in [(1, 8), (100, 72), (64, 64), (333, 1000), (4099, 4104)]]
+    bench_sizes = [dict(R=8192, C=c) for c in (1024, 8192)]
+    quick_sizes = [dict(R=8192, C=8192)]
+    argcheck_size = dict(R=64, C=64)
+    extra_arg_cases = [("dBias with other C", dict(R=64, C=64), {"dBias": (72,)}, 2)]
+    plot_xlabel = "C (R = 8192)"
+
+    def shapes(self, s):
+        return {"dY": (s["R"], s["C"]), "dBias": (s["C"],), "Max": (s["C"],)}
+
+    def label(self, s):
+        return f"R{s['R']} C{s['C']}"
+
+    def make_inputs(self, size, device="cuda"):
+        import torch
+        dy = -(torch.randn(self.shapes(size)["dY"], device=device).abs() + 0.5)
+        return {"dY": dy.to(torch.bfloat16)}
+
+    def reference(self, inp, s):
+        dy = inp["dY"].double()
+        return {"dBias": dy.sum(dim=0), "Max": dy.amax(dim=0)}
+
+    def peers(self, s):
+        return {"torch": lambda inp: inp["dY"].float().sum(dim=0)}
+
+    def work(self, s):
+        return 2.0 * s["R"] * s["C"] + 8.0 * s["C"]  # read dY (bf16), write both f32 vectors
+
+    def plot_x(self, s):
+        return s["C"]
+
+
 # --- the harness's own smoke test (tools/gpu/selftest_abi.cu) -------------------------------
 
 
@@ -481,7 +527,7 @@ class SelftestAxpy(Workload):
         return s["n"]
 
 
-WORKLOADS = [Gemm(), GemmTN(), GemmSplitK(), AttnFwd(), AttnBwd(), LayerNorm()]
+WORKLOADS = [Gemm(), GemmTN(), GemmSplitK(), AttnFwd(), AttnBwd(), LayerNorm(), BiasGrad()]
 SELFTEST = SelftestAxpy()
 BY_NAME = {w.name: w for w in WORKLOADS + [SELFTEST]}
 ALIASES = {"selftest": "axpy", "attention_fwd": "attn_fwd", "attn": "attn_fwd", "attention_bwd": "attn_bwd"}

@@ -28,3 +28,12 @@ if os.path.exists(config.nvcc) and not os.environ.get("TKC_SKIP_NVCC"):
     config.substitutions.append(("%nvcc", config.nvcc))
 if os.path.exists(os.path.join(config.tkc_obj_root, "test", "tkc-unittests")):
     config.available_features.add("unittests")
+
+# A Python that can build and install the tkc package offline (pip, and
+# setuptools with wheel, since it installs without build isolation).
+import subprocess
+for python in (shutil.which("python3"), "/usr/bin/python3"):
+    if python and subprocess.run([python, "-c", "import pip, setuptools, wheel"], capture_output=True).returncode == 0:
+        config.available_features.add("python-pip")
+        config.substitutions.append(("%python_pip", python))
+        break

@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg in llvm-19-dev llvm-19-tools libfmt-dev libzstd-dev cmake ninja-build g++ python3 libgtest-dev; do
+for pkg in llvm-19-dev llvm-19-tools libfmt-dev libzstd-dev cmake ninja-build g++ python3 libgtest-dev \
+  python3-pip python3-setuptools; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if ((${#need[@]})); then

@@ -21,12 +21,6 @@ const char *elementCType(DType dtype) {
   return "void";
 }
 
-/// Where a compile-time parameter shows up among the tensor dims.
-struct DimPosition {
-  size_t tensor;
-  size_t dim;
-};
-
 /// The scalar computation of the launch block, printed as host C++.
 std::string hostScalar(const Value *v, const std::map<const Value *, std::string> &names) {
   if (Op *def = v->definingOp; def && def->kind == OpKind::Const)
@@ -67,6 +61,8 @@ const Value *tensorParameter(const Kernel &kernel, size_t index) {
       return arg.get();
   return nullptr;
 }
+
+} // namespace
 
 /// The alignment in bytes that the kernels' accesses to tensor parameter
 /// `index` need of its data pointer and row strides: 16 for 16-byte vector
@@ -117,6 +113,8 @@ bool bulkStored(const std::vector<LaunchVariant> &variants, size_t index) {
   return stored;
 }
 
+namespace {
+
 /// Prints the scalar ops of the launch block as host locals and returns the
 /// three grid extents (`num_sms` reads the `multiprocessors` local).
 std::vector<std::string> emitGridExtents(const Kernel &k, std::map<const Value *, std::string> &names,
@@ -140,16 +138,14 @@ std::vector<std::string> emitGridExtents(const Kernel &k, std::map<const Value *
 }
 
 /// Kernels that need more than 48 KiB of dynamic shared memory must say so
-/// once before their first launch.
-void emitSharedMemoryOptIn(const LaunchVariant &variant, CodeWriter &out) {
+/// before their first launch on each device.
+void emitSharedMemoryOptIn(const LaunchVariant &variant, const std::string &fn, CodeWriter &out) {
   if (variant.sharedBytes <= 48 * 1024)
     return;
-  out.line("static bool configured = false;");
-  out.open("if (!configured)");
-  out.line("cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, {});", variant.functionName,
-           variant.sharedBytes);
-  out.line("configured = true;");
-  out.close();
+  out.line("static tkc::host::PerDevice shared_memory_allowed;");
+  out.line("if (const int status = tkc::host::allow_shared_memory({}_message, shared_memory_allowed, device, "
+           "reinterpret_cast<const void *>(&{}), {})) return status;",
+           fn, variant.functionName, variant.sharedBytes);
 }
 
 /// Launches the variant's kernel with `args` on the caller's stream and
@@ -206,13 +202,8 @@ void emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const st
   bool needsSms = std::any_of(k.launch.ops.begin(), k.launch.ops.end(),
                               [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::NumSms; });
   if (needsSms) {
-    out.line("static int multiprocessors = 0;");
-    out.open("if (multiprocessors == 0)");
-    out.line("int device = 0;");
-    out.line("cudaGetDevice(&device);");
-    out.line("cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);");
-    out.line("if (multiprocessors <= 0) multiprocessors = 1;");
-    out.close();
+    out.line("int multiprocessors = 0;");
+    out.line("if (const int status = tkc::host::multiprocessors({}_message, device, &multiprocessors)) return status;", fn);
   }
   std::vector<std::string> grid = emitGridExtents(k, names, out);
   out.line("const dim3 grid{{unsigned({}), unsigned({}), unsigned({})}};", grid[0], grid[1], grid[2]);
@@ -240,7 +231,7 @@ void emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const st
     out.line("  return {}_fail(TKC_ERROR_LAUNCH, \"could not encode the tensor map of {}\");", fn, n);
     mapArgs.push_back(n + "_tmap");
   }
-  emitSharedMemoryOptIn(variant, out);
+  emitSharedMemoryOptIn(variant, fn, out);
   std::vector<std::string> args = kernelArguments(k, symbols);
   args.insert(args.end(), mapArgs.begin(), mapArgs.end());
   emitLaunch(variant, args, fn, out);
@@ -248,32 +239,40 @@ void emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const st
 
 } // namespace
 
-void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVariant> &variants, CodeWriter &out) {
+DLType dlType(DType dtype) {
+  switch (dtype) {
+  case DType::BF16: return {4, 16};
+  case DType::F16: return {2, 16};
+  case DType::F32: return {2, 32};
+  case DType::I32: return {0, 32};
+  case DType::I1: return {6, 8};
+  }
+  return {0, 0};
+}
+
+LauncherShape analyzeLauncher(const std::vector<LaunchVariant> &variants) {
+  LauncherShape shape;
   const Kernel &first = *variants.front().kernel;
-  std::vector<const Value *> tensors;
   for (auto &arg : first.body.args)
     if (arg->type.isGlobal())
-      tensors.push_back(arg.get());
+      shape.tensors.push_back(arg.get());
+  const std::vector<const Value *> &tensors = shape.tensors;
 
   // Symbols: the first tensor dim that names one defines its value.
-  std::map<std::string, DimPosition> symbols;
-  std::vector<std::string> symbolOrder;
   for (size_t t = 0; t < tensors.size(); ++t)
     for (size_t d = 0; d < tensors[t]->type.dims.size(); ++d)
       for (auto &variant : variants) {
         const Dim &dim = variant.kernel->body.args[t]->type.dims[d];
-        if (!dim.isStatic() && !symbols.count(dim.symbol)) {
-          symbols[dim.symbol] = {t, d};
-          symbolOrder.push_back(dim.symbol);
+        if (!dim.isStatic() && !shape.symbols.count(dim.symbol)) {
+          shape.symbols[dim.symbol] = {t, d};
+          shape.symbolOrder.push_back(dim.symbol);
         }
       }
 
   // Compile-time parameters: a dim when some tensor dim equals the value in
   // every specialisation; otherwise a constant the caller passes.
-  std::vector<std::string> parameters;
-  std::map<std::string, std::vector<DimPosition>> parameterDims;
   for (auto &[param, value] : first.specialization) {
-    parameters.push_back(param);
+    shape.parameters.push_back(param);
     for (size_t t = 0; t < tensors.size(); ++t)
       for (size_t d = 0; d < tensors[t]->type.dims.size(); ++d) {
         bool matches = true;
@@ -286,40 +285,54 @@ void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVaria
           matches = matches && dim.isStatic() && dim.size == expected;
         }
         if (matches)
-          parameterDims[param].push_back({t, d});
+          shape.parameterDims[param].push_back({t, d});
       }
   }
-  std::vector<std::string> constants;
-  for (auto &param : parameters)
-    if (!parameterDims.count(param))
-      constants.push_back(param);
+  for (auto &param : shape.parameters)
+    if (!shape.parameterDims.count(param))
+      shape.constants.push_back(param);
+  return shape;
+}
+
+std::string launcherParameters(const LauncherShape &shape) {
+  std::string signature;
+  for (auto *t : shape.tensors)
+    signature += fmt::format("const tkc_tensor *{}, ", t->nameHint);
+  for (auto &c : shape.constants)
+    signature += fmt::format("int64_t {}, ", c);
+  return signature + "void *stream";
+}
+
+std::string launcherArguments(const LauncherShape &shape) {
+  std::string arguments;
+  for (auto *t : shape.tensors)
+    arguments += t->nameHint + ", ";
+  for (auto &c : shape.constants)
+    arguments += c + ", ";
+  return arguments + "stream";
+}
+
+std::string targetSymbol(const Target &target) {
+  std::string symbol;
+  for (char c : target.name)
+    if (c != '_')
+      symbol += c;
+  return symbol;
+}
+
+void emitTargetLauncher(const std::string &sourceKernel, const Target &target,
+                        const std::vector<LaunchVariant> &variants, CodeWriter &out) {
+  const Kernel &first = *variants.front().kernel;
+  LauncherShape shape = analyzeLauncher(variants);
+  const std::vector<const Value *> &tensors = shape.tensors;
+  const std::map<std::string, DimPosition> &symbols = shape.symbols;
 
   std::string fn = "tkc_" + sourceKernel;
-  out.line("static char {}_message[512];", fn);
-  out.blank();
-  out.line("extern \"C\" const char *{}_error(void) {{ return {}_message; }}", fn, fn);
-  out.blank();
-  out.open(fmt::format("static int {}_fail(int status, const char *format, ...)", fn));
-  out.line("va_list args;");
-  out.line("va_start(args, format);");
-  out.line("vsnprintf({}_message, sizeof {}_message, format, args);", fn, fn);
-  out.line("va_end(args);");
-  out.line("return status;");
-  out.close();
-  out.blank();
-
-  std::vector<std::string> params;
-  for (auto *t : tensors)
-    params.push_back(fmt::format("const tkc_tensor *{}", t->nameHint));
-  for (auto &c : constants)
-    params.push_back(fmt::format("int64_t {}", c));
-  params.push_back("void *stream");
-  std::string signature;
-  for (size_t i = 0; i < params.size(); ++i)
-    signature += (i ? ", " : "") + params[i];
-  out.line("// Checks the arguments, picks the specialisation and launches; 0 on success.");
-  out.open(fmt::format("extern \"C\" int {}({})", fn, signature));
+  out.line("// The {} code: checks the arguments, picks the specialisation and launches; 0 on success.", target.name);
+  out.open(fmt::format("extern \"C\" int {}_{}({})", fn, targetSymbol(target), launcherParameters(shape)));
   out.line("{}_message[0] = 0;", fn);
+  // Structural checks first: they read only the descriptors, so they answer
+  // the same with or without a GPU.
   size_t tensorIndex = 0;
   for (auto *t : tensors) {
     const std::string &n = t->nameHint;
@@ -327,7 +340,17 @@ void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVaria
     bool rowsWrittenWhole = bulkStored(variants, tensorIndex);
     int alignBytes = accessAlignment(variants, tensorIndex++);
     int align = alignBytes / dtypeBytes(t->type.dtype);
-    out.line("if (!{0} || !{0}->data) return {1}_fail(TKC_ERROR_NULL_POINTER, \"{0} is null\");", n, fn);
+    DLType dl = dlType(t->type.dtype);
+    out.line("if (!{0}) return {1}_fail(TKC_ERROR_NULL_POINTER, \"{0} is null\");", n, fn);
+    out.line("if ({0}->struct_size != sizeof(tkc_tensor) || {0}->abi_version != TKC_ABI_VERSION) return {1}_fail("
+             "TKC_ERROR_ABI, \"{0} is a tkc_tensor of %u bytes and ABI version %u; this launcher takes %u bytes and "
+             "version %u\", (unsigned){0}->struct_size, (unsigned){0}->abi_version, (unsigned)sizeof(tkc_tensor), "
+             "(unsigned)TKC_ABI_VERSION);",
+             n, fn);
+    out.line("if ({0}->dtype.code != {2} || {0}->dtype.bits != {3} || {0}->dtype.lanes != 1) return {1}_fail("
+             "TKC_ERROR_DTYPE, \"{0} must be {4}, not %s\", tkc::host::dtype_name({0}->dtype));",
+             n, fn, dl.code, dl.bits, dtypeName(t->type.dtype));
+    out.line("if (!{0}->data) return {1}_fail(TKC_ERROR_NULL_POINTER, \"{0}'s data is null\");", n, fn);
     out.line("if ({0}->rank != {2}) return {1}_fail(TKC_ERROR_SHAPE, \"{0} must have rank {2}, not %d\", (int){0}->rank);",
              n, fn, rank);
     out.line("if ({0}->strides[{2}] != 1) return {1}_fail(TKC_ERROR_STRIDE, \"{0} must have unit stride in its last dim\");",
@@ -353,15 +376,15 @@ void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVaria
                "bytes long ({3} elements): bulk tensor stores write them in 16-byte pieces\");",
                n, fn, rank - 1, 16 / dtypeBytes(t->type.dtype));
   }
-  for (auto &s : symbolOrder) {
-    DimPosition p = symbols[s];
+  for (auto &s : shape.symbolOrder) {
+    DimPosition p = symbols.at(s);
     out.line("const long long {} = {}->sizes[{}];", s, tensors[p.tensor]->nameHint, p.dim);
   }
   // Every other mention of a symbol must agree with its first.
   for (size_t t = 0; t < tensors.size(); ++t)
     for (size_t d = 0; d < tensors[t]->type.dims.size(); ++d) {
       const Dim &dim = first.body.args[t]->type.dims[d];
-      if (dim.isStatic() || (symbols[dim.symbol].tensor == t && symbols[dim.symbol].dim == d))
+      if (dim.isStatic() || (symbols.at(dim.symbol).tensor == t && symbols.at(dim.symbol).dim == d))
         continue;
       out.line("if ({0}->sizes[{1}] != {2}) return {3}_fail(TKC_ERROR_SHAPE, \"{0}.sizes[{1}] is %lld but {2} is %lld\", "
                "(long long){0}->sizes[{1}], {2});",
@@ -369,18 +392,18 @@ void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVaria
     }
   // A compile-time dim must agree wherever it appears before it picks a
   // specialisation.
-  for (auto &[param, positions] : parameterDims)
+  for (auto &[param, positions] : shape.parameterDims)
     for (size_t i = 1; i < positions.size(); ++i) {
       const std::string &t0 = tensors[positions[0].tensor]->nameHint, &ti = tensors[positions[i].tensor]->nameHint;
       out.line("if ({0}->sizes[{1}] != {2}->sizes[{3}]) return {4}_fail(TKC_ERROR_SHAPE, \"{0}.sizes[{1}] is %lld but "
                "{2}.sizes[{3}] is %lld; both are {5}\", (long long){0}->sizes[{1}], (long long){2}->sizes[{3}]);",
                ti, positions[i].dim, t0, positions[0].dim, fn, param);
     }
-  out.line("cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);");
 
-  for (auto &variant : variants) {
-    const Kernel &k = *variant.kernel;
-    // Conditions: static dims equal, constants equal.
+  // The specialisation: the first whose static dims and constants match.
+  out.line("int variant = -1;");
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const Kernel &k = *variants[v].kernel;
     std::vector<std::string> conditions;
     for (size_t t = 0; t < tensors.size(); ++t)
       for (size_t d = 0; d < k.body.args[t]->type.dims.size(); ++d) {
@@ -389,12 +412,51 @@ void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVaria
           conditions.push_back(fmt::format("{}->sizes[{}] == {}", tensors[t]->nameHint, d, dim.size));
       }
     for (auto &[param, value] : k.specialization)
-      if (!parameterDims.count(param))
+      if (!shape.parameterDims.count(param))
         conditions.push_back(fmt::format("{} == {}", param, value));
-    std::string condition = conditions.empty() ? "true" : conditions[0];
-    for (size_t i = 1; i < conditions.size(); ++i)
-      condition += " && " + conditions[i];
-    out.open(fmt::format("if ({})", condition));
+    std::string condition;
+    for (size_t i = 0; i < conditions.size(); ++i)
+      condition += (i ? " && " : "") + conditions[i];
+    if (condition.empty()) {
+      out.line("{}variant = {};", v ? "else " : "", v);
+      break;
+    }
+    out.line("{}if ({}) variant = {};", v ? "else " : "", condition, v);
+  }
+  std::string values, valueArgs;
+  for (auto &param : shape.parameters) {
+    values += fmt::format("{}{} = %lld", values.empty() ? "" : ", ", param);
+    auto it = shape.parameterDims.find(param);
+    if (it != shape.parameterDims.end())
+      valueArgs += fmt::format(", (long long){}->sizes[{}]", tensors[it->second[0].tensor]->nameHint, it->second[0].dim);
+    else
+      valueArgs += fmt::format(", (long long){}", param);
+  }
+  if (shape.parameters.empty())
+    out.line("if (variant < 0) return {}_fail(TKC_ERROR_NO_SPECIALIZATION, \"the tensor sizes do not match the "
+             "kernel's static dims\");",
+             fn);
+  else
+    out.line("if (variant < 0) return {}_fail(TKC_ERROR_NO_SPECIALIZATION, \"no specialisation for {}\"{});", fn, values,
+             valueArgs);
+
+  // Then the device: its architecture and where each tensor lives.
+  out.line("int device = 0, capability = 0;");
+  out.line("if (const int status = tkc::host::current_device({}_message, &device, &capability)) return status;", fn);
+  int cc = target.computeCapability;
+  bool archSpecific = target.name.back() == 'a'; // sm_90a code runs on 9.0 only
+  out.line("if ({}) return {}_fail(TKC_ERROR_NO_TARGET, \"this is {} code; device %d is sm_%d\", device, capability);",
+           archSpecific ? fmt::format("capability != {}", cc) : fmt::format("capability < {}", cc), fn,
+           archSpecific ? target.name : target.name + " (and newer)");
+  for (auto *t : tensors)
+    out.line("if (const int status = tkc::host::check_device_memory({0}_message, {1}, \"{1}\", device)) return status;",
+             fn, t->nameHint);
+  out.line("cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);");
+
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const LaunchVariant &variant = variants[v];
+    const Kernel &k = *variant.kernel;
+    out.open(fmt::format("if (variant == {})", v));
     if (!tensorMapsOf(k).empty()) { // sm_90a: bulk tensor copies
       emitTensorMapLaunch(k, variant, fn, symbols, out);
       out.close();
@@ -408,26 +470,11 @@ void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVaria
     out.line("const dim3 grid{{unsigned({}), unsigned({}), unsigned({})}};", grid[0], grid[1], grid[2]);
     out.line("if (grid.x == 0 || grid.y == 0 || grid.z == 0) return TKC_OK; // nothing to do");
     out.line("if (grid.y > 65535 || grid.z > 65535) return {}_fail(TKC_ERROR_SHAPE, \"grid is too large\");", fn);
-    emitSharedMemoryOptIn(variant, out);
+    emitSharedMemoryOptIn(variant, fn, out);
     emitLaunch(variant, kernelArguments(k, symbols), fn, out);
     out.close();
   }
-  std::string values;
-  for (auto &param : parameters)
-    values += fmt::format("{}{} = %lld", values.empty() ? "" : ", ", param);
-  if (parameters.empty()) {
-    out.line("return {}_fail(TKC_ERROR_NO_SPECIALIZATION, \"the tensor sizes do not match the kernel's static dims\");", fn);
-  } else {
-    std::string args;
-    for (auto &param : parameters) {
-      auto it = parameterDims.find(param);
-      if (it != parameterDims.end())
-        args += fmt::format(", (long long){}->sizes[{}]", tensors[it->second[0].tensor]->nameHint, it->second[0].dim);
-      else
-        args += fmt::format(", (long long){}", param);
-    }
-    out.line("return {}_fail(TKC_ERROR_NO_SPECIALIZATION, \"no specialisation for {}\"{});", fn, values, args);
-  }
+  out.line("return {}_fail(TKC_ERROR_NO_SPECIALIZATION, \"no kernel for variant %d\", variant);", fn);
   out.close();
 }
 

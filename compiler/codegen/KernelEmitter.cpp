@@ -27,7 +27,7 @@ KernelEmitter::KernelEmitter(const Kernel &kernel, const Target &target, const s
     : kernel_(kernel), target_(target), sourceName_(commentSafe(sourceName)), sources_(sources), out_(out),
       wgmmaShapes_(wgmmaShapes), diags_(diags) {}
 
-std::string KernelEmitter::functionName() const { return kernel_.name + "_kernel"; }
+std::string KernelEmitter::functionName() const { return kernel_.name + "_kernel" + symbolSuffix_; }
 
 std::string KernelEmitter::cType(DType dtype) const {
   switch (dtype) {
@@ -202,6 +202,15 @@ bool KernelEmitter::emit() {
   for (size_t i = 0; i < params.size(); ++i)
     out_.line("{}{}", params[i], i + 1 == params.size() ? ") {" : ",");
   out_.dedent();
+  // Arch-specific code (sm_90a) compiles only where its instructions exist:
+  // a file built for several architectures gets a stub elsewhere, which
+  // the launcher never picks.
+  bool archSpecific = target_.name.back() == 'a';
+  if (archSpecific) {
+    out_.line("#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM{}_ALL)", target_.computeCapability);
+    out_.line("__trap();");
+    out_.line("#else");
+  }
   out_.line("extern __shared__ __align__(128) unsigned char tkc_smem[];");
   // A kernel whose consumer warpgroups take turns keeps the base in a
   // register (kept_smem_address): each turn begins with an mbarrier wait
@@ -227,6 +236,8 @@ bool KernelEmitter::emit() {
   out_.line("(void)smem_base; (void)warp_m; (void)warp_n;");
   emitTensorMapPrefetch();
   emitBlock(kernel_.body);
+  if (archSpecific)
+    out_.line("#endif");
   out_.close();
   return ok_;
 }

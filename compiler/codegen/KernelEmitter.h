@@ -58,6 +58,9 @@ public:
   /// Bytes of dynamic shared memory the kernel needs.
   int64_t sharedMemoryBytes() const { return sharedBytes_; }
   std::string functionName() const;
+  /// Appended to the function's name, so that one file can hold the
+  /// kernels of several targets.
+  void setSymbolSuffix(std::string suffix) { symbolSuffix_ = std::move(suffix); }
 
 private:
   // KernelEmitter.cpp
@@ -178,6 +181,7 @@ private:
   const ir::Kernel &kernel_;
   const Target &target_;
   std::string sourceName_; // escaped for comments
+  std::string symbolSuffix_;
   const SourceManager *sources_;
   CodeWriter &out_;
   std::set<WgmmaShape> &wgmmaShapes_;

@@ -129,12 +129,20 @@ def arg_cases(w):
               (f"rank+1-{first_out.name}", base, {}, first_out.name, "rank", 2),
               (f"inner-stride-2-{first_in.name}", base, {}, first_in.name, "stride", 3),
               (f"inner-stride-2-{first_out.name}", base, {}, first_out.name, "stride", 3),
-              (f"misaligned-{first_in.name}", base, {}, first_in.name, "misalign", 4)]
+              (f"misaligned-{first_in.name}", base, {}, first_in.name, "misalign", 4),
+              (f"abi-version-{first_in.name}", base, {}, first_in.name, "version", 7),
+              (f"wrong-dtype-{first_in.name}", base, {}, first_in.name, "dtype", 8),
+              (f"wrong-dtype-{first_out.name}", base, {}, first_out.name, "dtype", 8)]
     # Outputs whose launchers need more than one element's alignment on
     # every target (e.g. an f32 tensor that pairs of sums are added to).
     cases += [(f"misaligned-{name}", base, {}, name, "misalign", 4) for name in w.misaligned_outputs]
     cases += [(label.replace(" ", "-"), size, over, None, None, code) for label, size, over, code in w.extra_arg_cases]
     return cases
+
+
+# A dtype of the same size as each (an f16 tensor in a bf16 kernel was once
+# launched and read as bf16).
+OTHER_DTYPE = {"bf16": "f16", "f16": "bf16", "f32": "i32"}
 
 
 def corrupted_descs(w, size, overrides, target_param, how, base_of):
@@ -146,6 +154,7 @@ def corrupted_descs(w, size, overrides, target_param, how, base_of):
         shape = list(overrides.get(p.name, shapes[p.name]))
         strides = contiguous_strides(shape)
         ptr = base_of(p, shape)
+        dtype, version = p.dtype, None
         if p.name == target_param:
             if how == "null":
                 ptr = 0
@@ -156,7 +165,14 @@ def corrupted_descs(w, size, overrides, target_param, how, base_of):
                 strides = [2 * s for s in strides]
             elif how == "misalign":
                 ptr += wl.DTYPE_BYTES[p.dtype]
-        descs.append(tg.make_desc(ptr, shape, strides))
+            elif how == "dtype":
+                dtype = OTHER_DTYPE[p.dtype]
+            elif how == "version":
+                version = tg.TKC_ABI_VERSION + 1
+        desc = tg.make_desc(ptr, shape, strides, dtype=dtype)
+        if version is not None:
+            desc.abi_version = version
+        descs.append(desc)
     return descs
 
 
@@ -227,7 +243,7 @@ def check_layout(lib, name, report):
     import ctypes
     if not lib.has("tkc_selftest_layout"):
         return
-    buf = (ctypes.c_int64 * 8)()
+    buf = (ctypes.c_int64 * 16)()
     lib.lib.tkc_selftest_layout.argtypes = [ctypes.c_void_p]
     lib.lib.tkc_selftest_layout.restype = ctypes.c_int
     n = lib.lib.tkc_selftest_layout(ctypes.cast(buf, ctypes.c_void_p))

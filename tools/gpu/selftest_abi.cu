@@ -5,26 +5,12 @@
 //   int tkc_axpy(const tkc_tensor *x, const tkc_tensor *y, const tkc_tensor *out,
 //                int64_t alpha, void *stream);          // out = alpha * x + y, f32[n]
 //   const char *tkc_axpy_error(void);
+//   const tkc_kernel_info *tkc_axpy_info(void);        // what it takes, as tkc describes its launchers
 //   int tkc_selftest_layout(int64_t *out);             // sizeof / offsetof of tkc_tensor
 //
 // Build: nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -I runtime \
 //          -gencode=arch=compute_90,code=sm_90 -o axpy.so tools/gpu/selftest_abi.cu
-#if defined(__has_include)
-#if __has_include("tkc_host.h")
 #include "tkc_host.h"
-#endif
-#endif
-
-#ifndef TKC_HOST_H
-#include <stdint.h>
-#define TKC_MAX_RANK 6
-typedef struct tkc_tensor {
-  void *data;
-  int32_t rank;
-  int64_t sizes[TKC_MAX_RANK];
-  int64_t strides[TKC_MAX_RANK];
-} tkc_tensor;
-#endif
 
 #include <cuda_runtime.h>
 #include <stddef.h>
@@ -65,6 +51,11 @@ __global__ void axpy_kernel(const float *__restrict__ x, const float *__restrict
 
 int check_tensor(const tkc_tensor *t, const char *name) {
   if (t == nullptr) return fail(1, "axpy: %s: null tensor descriptor", name);
+  if (t->struct_size != sizeof(tkc_tensor) || t->abi_version != TKC_ABI_VERSION)
+    return fail(7, "axpy: %s: descriptor of %u bytes, version %u", name, (unsigned)t->struct_size,
+                (unsigned)t->abi_version);
+  if (t->dtype.code != 2 || t->dtype.bits != 32 || t->dtype.lanes != 1)
+    return fail(8, "axpy: %s: must be f32", name);
   if (t->data == nullptr) return fail(1, "axpy: %s: null data pointer", name);
   if (t->rank != 1) return fail(2, "axpy: %s: expected rank 1, got %d", name, (int)t->rank);
   if (t->sizes[0] < 0) return fail(2, "axpy: %s: negative size %lld", name, (long long)t->sizes[0]);
@@ -107,21 +98,31 @@ extern "C" int tkc_axpy(const tkc_tensor *x, const tkc_tensor *y, const tkc_tens
 
 extern "C" const char *tkc_axpy_error(void) { return g_error; }
 
-// sizeof, offsetof(data), offsetof(rank), offsetof(sizes), offsetof(strides); returns how many were written.
+// sizeof, then the offsets of struct_size, abi_version, dtype, device, data, rank, sizes and strides;
+// returns how many were written.
 extern "C" int tkc_selftest_layout(int64_t *out) {
   out[0] = (int64_t)sizeof(tkc_tensor);
-  out[1] = (int64_t)offsetof(tkc_tensor, data);
-  out[2] = (int64_t)offsetof(tkc_tensor, rank);
-  out[3] = (int64_t)offsetof(tkc_tensor, sizes);
-  out[4] = (int64_t)offsetof(tkc_tensor, strides);
-  return 5;
+  out[1] = (int64_t)offsetof(tkc_tensor, struct_size);
+  out[2] = (int64_t)offsetof(tkc_tensor, abi_version);
+  out[3] = (int64_t)offsetof(tkc_tensor, dtype);
+  out[4] = (int64_t)offsetof(tkc_tensor, device);
+  out[5] = (int64_t)offsetof(tkc_tensor, data);
+  out[6] = (int64_t)offsetof(tkc_tensor, rank);
+  out[7] = (int64_t)offsetof(tkc_tensor, sizes);
+  out[8] = (int64_t)offsetof(tkc_tensor, strides);
+  return 9;
 }
 
-// 1 when the real runtime/tkc_host.h was included, 0 for the local fallback definition.
-extern "C" int tkc_selftest_uses_runtime_header(void) {
-#ifdef TKC_HOST_H
-  return 1;
-#else
-  return 0;
-#endif
+extern "C" const tkc_kernel_info *tkc_axpy_info(void) {
+  static const tkc_param_info tensors[] = {{"x", {2, 32, 1}, 0, 1, {"n"}, 16, 1},
+                                           {"y", {2, 32, 1}, 0, 1, {"n"}, 16, 1},
+                                           {"out", {2, 32, 1}, 1, 1, {"n"}, 16, 1}};
+  static const char *const constants[] = {"alpha"};
+  static const char *const targets[] = {"sm_80"};
+  static const tkc_kernel_info info = {sizeof(tkc_kernel_info), TKC_ABI_VERSION, "axpy", 3, tensors, 1, constants,
+                                       0, nullptr, 1, targets};
+  return &info;
 }
+
+// 1: the layout above is runtime/tkc_host.h's.
+extern "C" int tkc_selftest_uses_runtime_header(void) { return 1; }

@@ -2,7 +2,7 @@
 
 Library use (from check.py / bench.py):
     lib = load_library(cu_path)                  # nvcc -> .so (cached by content hash)
-    gemm = lib.launcher("gemm", n_tensors=3, n_consts=0)
+    gemm = lib.launcher("gemm")                  # arguments from tkc_gemm_info()
     gemm([desc_a, desc_b, desc_c], consts=[], stream=stream)   # raises TkcError
     median_time_interleaved({"tkc": f, "cuBLAS": g}, iters=30, warmup=5, n_sets=4)
 
@@ -11,18 +11,16 @@ Command line (needs nvcc, but neither a GPU nor torch):
 builds every DIR/NAME.TARGET.cu into DIR/NAME.TARGET.so (+ .so.key, + .ptxas.log)
 and prints a register / spill summary.
 
+The descriptor, launcher and timer come from the tkc package (python/tkc).
 torch is imported lazily, so this file imports without it.
 """
 
 import argparse
 import ctypes
 import hashlib
-import math
 import os
-import random
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,18 +32,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 RUNTIME_DIR = REPO / "runtime"
 DEFAULT_GPU_DIR = REPO / "build" / "gpu"
-TKC_MAX_RANK = 6
+sys.path.insert(0, str(REPO / "python"))
 
-STATUS_NAMES = {
-    0: "ok",
-    1: "null pointer",
-    2: "wrong rank or inconsistent sizes",
-    3: "unsupported stride",
-    4: "misaligned pointer/stride",
-    5: "no specialisation for this size",
-    6: "CUDA launch error",
-}
-STATUS_LAUNCH_FAILED = 6  # TKC_ERROR_LAUNCH: every argument check passed
+# The descriptor, the launchers and the timer are the tkc package's (python/).
+from tkc import _abi, _loader  # noqa: E402
+from tkc.bench import Timing, l2_bytes_of_device, median_time_interleaved, sets_for_l2  # noqa: E402,F401
+from tkc.errors import TkcError, error_for  # noqa: E402,F401
+
+TKC_MAX_RANK = _abi.MAX_RANK
+TKC_ABI_VERSION = _abi.ABI_VERSION
+TkcTensor = _abi.TkcTensor
+
+STATUS_NAMES = _abi.STATUS_NAMES
+STATUS_LAUNCH_FAILED = _abi.STATUS_LAUNCH  # TKC_ERROR_LAUNCH: every argument check passed
+STATUS_PAST_STRUCTURAL_CHECKS = _abi.STATUS_PAST_STRUCTURAL_CHECKS
 
 # Code for --target=sm_80 uses only mma.sync / ldmatrix / cp.async, so it is
 # built as sm_90 SASS (sm_80 SASS would not run on an H100/H200).
@@ -57,16 +57,6 @@ ARCH_FLAGS = {
 BASE_FLAGS = ["-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v"]
 
 
-class TkcError(RuntimeError):
-    """A launcher returned a non-zero status."""
-
-    def __init__(self, code, kernel, message):
-        self.code = code
-        self.kernel = kernel
-        self.message = message
-        super().__init__(f"tkc_{kernel} returned {code} ({STATUS_NAMES.get(code, '?')}): {message}")
-
-
 class BuildError(RuntimeError):
     pass
 
@@ -74,48 +64,25 @@ class BuildError(RuntimeError):
 # --- the tensor descriptor ------------------------------------------------------
 
 
-class TkcTensor(ctypes.Structure):
-    """Mirror of `tkc_tensor` in runtime/tkc_host.h."""
-
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("rank", ctypes.c_int32),
-        ("sizes", ctypes.c_int64 * TKC_MAX_RANK),
-        ("strides", ctypes.c_int64 * TKC_MAX_RANK),
-    ]
-
-    def __repr__(self):
-        r = self.rank
-        return (f"TkcTensor(data=0x{(self.data or 0):x}, rank={r}, sizes={list(self.sizes[:max(r, 0)])}, "
-                f"strides={list(self.strides[:max(r, 0)])})")
-
-
 def expected_layout():
-    """(sizeof, offsetof data, rank, sizes, strides) of the ctypes mirror."""
-    return (ctypes.sizeof(TkcTensor), TkcTensor.data.offset, TkcTensor.rank.offset,
-            TkcTensor.sizes.offset, TkcTensor.strides.offset)
+    """(sizeof, then the offset of each field) of the ctypes descriptor."""
+    return _abi.layout()
 
 
-def make_desc(ptr, sizes, strides, rank=None):
+def make_desc(ptr, sizes, strides, rank=None, dtype="bf16", device=0):
     """A TkcTensor from a raw address (int or None), sizes and strides in elements."""
-    sizes = [int(s) for s in sizes]
-    strides = [int(s) for s in strides]
-    if len(sizes) != len(strides):
-        raise ValueError("sizes and strides differ in length")
-    if len(sizes) > TKC_MAX_RANK:
-        raise ValueError(f"rank {len(sizes)} exceeds {TKC_MAX_RANK}")
-    d = TkcTensor()
-    d.data = ptr if ptr else None
-    d.rank = len(sizes) if rank is None else rank
-    for i, (s, st) in enumerate(zip(sizes, strides)):
-        d.sizes[i] = s
-        d.strides[i] = st
-    return d
+    return _abi.make_tensor(ptr, sizes, strides, dtype, device, rank)
+
+
+class _TorchParam:
+    name = "tensor"
+    rank = 0
+    dtype = "?"
 
 
 def from_torch(t):
     """A TkcTensor describing a CUDA torch tensor (no copy; keep `t` alive)."""
-    return make_desc(t.data_ptr(), tuple(t.shape), tuple(t.stride()))
+    return _loader.describe(t, _TorchParam(), "")
 
 
 def current_stream_handle():
@@ -344,66 +311,34 @@ def build_all(gpu_dir, jobs=8, nvcc=None, force=False, log_path=None, extra=()):
 # --- loading and calling --------------------------------------------------------
 
 
-class Launcher:
-    """One `tkc_<kernel>` entry point with its `_error` companion."""
+class Launcher(_loader.Launcher):
+    """One `tkc_<kernel>` entry point, called with descriptors: the tkc
+    package's launcher (which reads `tkc_<kernel>_info()`), plus what the
+    harness needs."""
 
-    def __init__(self, lib, kernel, n_tensors, n_consts):
+    def __init__(self, lib, kernel, n_tensors=None, n_consts=None):
+        try:
+            info_fn = getattr(lib, f"tkc_{kernel}_info")
+        except AttributeError:
+            raise TkcError(f"symbol tkc_{kernel}_info not found in {lib._name}", kernel) from None
+        info_fn.argtypes = []
+        info_fn.restype = ctypes.POINTER(_abi.KernelInfoC)
+        super().__init__(lib, _loader.read_info(info_fn().contents))
         self.kernel = kernel
-        self.n_tensors = n_tensors
-        self.n_consts = n_consts
-        try:
-            self.fn = getattr(lib, f"tkc_{kernel}")
-        except AttributeError:
-            raise TkcError(-1, kernel, f"symbol tkc_{kernel} not found in {lib._name}") from None
-        self.fn.argtypes = [ctypes.POINTER(TkcTensor)] * n_tensors + [ctypes.c_int64] * n_consts + [ctypes.c_void_p]
-        self.fn.restype = ctypes.c_int
-        try:
-            self.err = getattr(lib, f"tkc_{kernel}_error")
-            self.err.argtypes = []
-            self.err.restype = ctypes.c_char_p
-        except AttributeError:
-            self.err = None
-
-    def error_message(self):
-        if self.err is None:
-            return f"(no tkc_{self.kernel}_error symbol)"
-        msg = self.err()
-        return msg.decode(errors="replace") if msg else ""
-
-    def _args(self, descs, consts, stream):
-        if len(descs) != self.n_tensors or len(consts) != self.n_consts:
-            raise ValueError(f"tkc_{self.kernel} takes {self.n_tensors} tensors and {self.n_consts} constants, "
-                             f"got {len(descs)} and {len(consts)}")
-        return [ctypes.byref(d) for d in descs] + [int(c) for c in consts] + [stream or None]
-
-    def raw(self, descs, consts=(), stream=None):
-        """Calls the launcher and returns its status code (never raises on a status)."""
-        return self.fn(*self._args(descs, consts, stream))
+        got = (len(self.info.tensors), len(self.info.constants))
+        if (n_tensors, n_consts) != (None, None) and got != (n_tensors, n_consts or 0):
+            raise TkcError(f"tkc_{kernel} takes {got[0]} tensors and {got[1]} constants, not {n_tensors} and "
+                           f"{n_consts}", kernel)
 
     def checks_only(self, descs, consts=()):
-        """The status of the argument checks where no kernel can run (no GPU): a
-        failed launch means every check passed (0)."""
+        """The status of the argument checks where no kernel can run (no GPU,
+        fake pointers): a failed device query or launch means every
+        structural check passed (0)."""
         code = self.raw(descs, consts, None)
-        return 0 if code == STATUS_LAUNCH_FAILED else code
+        return 0 if code in STATUS_PAST_STRUCTURAL_CHECKS else code
 
     def __call__(self, descs, consts=(), stream=None):
-        code = self.raw(descs, consts, stream)
-        if code != 0:
-            raise TkcError(code, self.kernel, self.error_message())
-
-    def bind(self, descs, consts=(), stream=None):
-        """A zero-argument callable with the ctypes arguments built once (cheap to call in a timing loop)."""
-        keep = list(descs)
-        args = self._args(keep, consts, stream)
-        fn, kernel, msg = self.fn, self.kernel, self.error_message
-
-        def call():
-            code = fn(*args)
-            if code != 0:
-                raise TkcError(code, kernel, msg())
-            return keep  # keeps the descriptors alive with the closure
-
-        return call
+        self.check(self.raw(descs, consts, stream))
 
 
 class SequenceLauncher:
@@ -453,7 +388,7 @@ class SequenceLauncher:
     def __call__(self, descs, consts=(), stream=None):
         code = self.raw(descs, consts, stream)
         if code != 0:
-            raise TkcError(code, self.failed.kernel, self.error_message())
+            raise error_for(code, self.failed.kernel, self.error_message())
 
     def bind(self, descs, consts=(), stream=None):
         calls = [step[0].bind(*self._pick(step, descs, consts), stream) for step in self.steps]
@@ -472,7 +407,7 @@ class KernelLibrary:
         self.build = build
         self.lib = ctypes.CDLL(str(self.path))
 
-    def launcher(self, kernel, n_tensors, n_consts=0):
+    def launcher(self, kernel, n_tensors=None, n_consts=None):
         return Launcher(self.lib, kernel, n_tensors, n_consts)
 
     def has(self, symbol):
@@ -501,82 +436,7 @@ def find_cu_files(gpu_dir, stem, targets=None):
     return found
 
 
-# --- timing ---------------------------------------------------------------------
-
-
-class Timing:
-    def __init__(self, times_ms):
-        self.times_ms = times_ms
-        self.median_ms = statistics.median(times_ms) if times_ms else float("nan")
-        self.min_ms = min(times_ms) if times_ms else float("nan")
-        self.max_ms = max(times_ms) if times_ms else float("nan")
-        self.n = len(times_ms)
-
-    def __repr__(self):
-        return f"Timing(median={self.median_ms:.4f} ms, min={self.min_ms:.4f}, n={self.n})"
-
-
-def sets_for_l2(bytes_per_set, l2_bytes=60 << 20, max_sets=16, factor=2.0):
-    """How many input sets to rotate so that the working set exceeds `factor` x L2."""
-    if bytes_per_set <= 0:
-        return 1
-    return int(max(1, min(max_sets, math.ceil(factor * l2_bytes / bytes_per_set))))
-
-
-def l2_bytes_of_device(default=60 << 20):
-    try:
-        import torch
-        v = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)
-        return int(v) if v else default
-    except Exception:
-        return default
-
-
-def median_time_interleaved(fns, iters=30, warmup=5, n_sets=1, lead_us=300.0):
-    """Median GPU time (ms) per candidate, timed call by call with CUDA events.
-
-    fns: {name: callable(set_index)}; set_index runs over range(n_sets) so the
-    caller can rotate input sets (use sets_for_l2 to defeat the L2 cache).
-    Every round calls each candidate once, in a fresh random order (fixed
-    seed), so clock and thermal drift hit all candidates alike and none
-    always follows the same neighbour: with a fixed cyclic order, of two
-    near-identical kernels the one called second ran 0.5-1.5% faster in
-    every size of the attention forward (H200, 2026-12-04), whichever it
-    was. Every call takes the next input set. Before each round a short
-    device-side spin lets the CPU enqueue the round ahead of the GPU, so
-    host launch overhead (ctypes, Python) does not appear inside the timed
-    intervals.
-    Returns {name: Timing}.
-    """
-    import torch
-
-    names = list(fns)
-    if not names:
-        return {}
-    n_sets = max(1, int(n_sets))
-    sleep = getattr(torch.cuda, "_sleep", None)
-    cycles = int(lead_us * 2000)  # about 2 GHz
-    call = 0
-    for _ in range(max(0, warmup)):
-        for name in names:
-            fns[name](call % n_sets)
-            call += 1
-    torch.cuda.synchronize()
-    marks = {name: [] for name in names}
-    order = random.Random(0)
-    for _ in range(iters):
-        if sleep is not None and lead_us > 0:
-            sleep(cycles)
-        for name in order.sample(names, len(names)):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            fns[name](call % n_sets)
-            end.record()
-            call += 1
-            marks[name].append((start, end))
-    torch.cuda.synchronize()
-    return {name: Timing([s.elapsed_time(e) for s, e in marks[name]]) for name in names}
+# --- timing: tkc.bench (Timing, sets_for_l2, l2_bytes_of_device, median_time_interleaved) ---
 
 
 # --- command line ---------------------------------------------------------------

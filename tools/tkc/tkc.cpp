@@ -16,8 +16,12 @@
 
 #include <fmt/format.h>
 #include <llvm/Support/CommandLine.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -44,8 +48,13 @@ cl::opt<std::string> outputPath("o",
                                 cl::desc("Output file (- for stdout). Default: the input with .tk replaced by .cu "
                                          "for --emit=cuda, stdout otherwise"),
                                 cl::value_desc("file"), cl::cat(tkcCategory));
-cl::opt<std::string> targetName("target", cl::desc("Target GPU: sm_80 (default) or sm_90a"), cl::init("sm_80"),
-                                cl::cat(tkcCategory));
+cl::opt<std::string> targetName("target",
+                                cl::desc("Target GPU: sm_80 (default) or sm_90a, or a comma-separated list of them "
+                                         "for one file holding the code of each (--emit=cuda)"),
+                                cl::init("sm_80"), cl::cat(tkcCategory));
+cl::opt<std::string> headerPath("emit-header",
+                                cl::desc("Also write the C header declaring the launch functions (--emit=cuda)"),
+                                cl::value_desc("file"), cl::cat(tkcCategory));
 cl::opt<EmitKind> emitKind("emit", cl::desc("What to produce"), cl::init(EmitKind::Cuda),
                            cl::values(clEnumValN(EmitKind::Tokens, "tokens", "one token per line"),
                                       clEnumValN(EmitKind::Ast, "ast", "the checked syntax tree"),
@@ -172,19 +181,56 @@ void printAfterPhase(const std::string &phase, const ir::Module &module) {
   std::fwrite(text.data(), 1, text.size(), stderr);
 }
 
-/// Runs everything after parsing; returns the text to write, or nullopt.
-std::optional<std::string> compile(ast::File &file, const Target &target, DiagnosticEngine &diags,
-                                   const SourceManager &sources) {
+/// The targets --target names, or an empty list after reporting why.
+std::vector<const Target *> selectTargets(DiagnosticEngine &diags) {
+  std::vector<const Target *> targets;
+  llvm::SmallVector<llvm::StringRef> names;
+  llvm::StringRef(targetName).split(names, ',', -1, /*KeepEmpty=*/true);
+  bool ok = true;
+  for (llvm::StringRef name : names) {
+    const Target *target = Target::lookup(name.trim().str());
+    if (!target) {
+      diags.report({}, DiagId::UnknownTarget, name.trim().str());
+      ok = false;
+    } else if (std::find(targets.begin(), targets.end(), target) != targets.end()) {
+      diags.report({}, DiagId::DuplicateTarget, target->name);
+      ok = false;
+    } else {
+      targets.push_back(target);
+    }
+  }
+  if (ok && targets.size() > 1 && emitKind != EmitKind::Cuda)
+    diags.report({}, DiagId::OptionNeedsCuda, "more than one target");
+  if (!headerPath.empty() && emitKind != EmitKind::Cuda)
+    diags.report({}, DiagId::OptionNeedsCuda, "`--emit-header`");
+  return ok ? targets : std::vector<const Target *>{};
+}
+
+/// `TKC_ATTENTION_FWD_H` for `out/attention_fwd.h`.
+std::string headerGuard(const std::string &path) {
+  std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  std::string guard = "TKC_";
+  for (char c : name)
+    guard += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : '_';
+  return guard;
+}
+
+/// Checks, lowers and optimises `file` for one target. Returns the module,
+/// or null; for --emit=ast and --emit=ir, the text to print in `printed`.
+std::unique_ptr<ir::Module> lowerForTarget(ast::File &file, const Target &target, DiagnosticEngine &diags,
+                                           std::optional<std::string> &printed) {
   if (!sema::checkFile(file, diags, target.computeCapability) || diags.hasErrors())
-    return std::nullopt;
-  if (emitKind == EmitKind::Ast)
-    return ast::dumpAST(file);
+    return nullptr;
+  if (emitKind == EmitKind::Ast) {
+    printed = ast::dumpAST(file);
+    return nullptr;
+  }
 
   if (!kernelName.empty()) {
     std::erase_if(file.kernels, [](const ast::Kernel &kernel) { return kernel.name != kernelName.getValue(); });
     if (file.kernels.empty()) {
       diags.report({}, DiagId::KernelNotFound, kernelName.getValue());
-      return std::nullopt;
+      return nullptr;
     }
   }
 
@@ -192,32 +238,54 @@ std::optional<std::string> compile(ast::File &file, const Target &target, Diagno
   // barriers the output compiles but computes the wrong thing.
   if (emitKind == EmitKind::Cuda && (passList != "all" || !stopAfter.empty())) {
     diags.report({}, DiagId::PartialPipelineForCuda, passList != "all" ? "--passes" : "--stop-after");
-    return std::nullopt;
+    return nullptr;
   }
   auto passes = selectPasses(diags);
   if (!passes)
-    return std::nullopt;
+    return nullptr;
   std::unique_ptr<ir::Module> module = lowerToIR(file, diags, target.computeCapability);
   if (!module || diags.hasErrors() || !ir::verifyModule(*module, diags))
-    return std::nullopt;
+    return nullptr;
   printAfterPhase(kLowerPhase, *module);
   if (stopAfter != kLowerPhase) {
     for (const auto &pass : *passes) {
       if (!pass->run(*module, target, diags) || diags.hasErrors())
-        return std::nullopt;
+        return nullptr;
       if (verifyEach && !ir::verifyModule(*module, diags))
-        return std::nullopt;
+        return nullptr;
       printAfterPhase(pass->name(), *module);
       if (stopAfter == pass->name())
         break;
     }
   }
 
-  if (emitKind == EmitKind::Ir)
-    return printIR(*module);
+  if (emitKind == EmitKind::Ir) {
+    printed = printIR(*module);
+    return nullptr;
+  }
+  return module;
+}
+
+/// Runs everything after lexing, once per target; returns the text to
+/// write (and the header's in `header` where asked for), or nullopt.
+std::optional<std::string> compile(const std::vector<Token> &tokens, const std::vector<const Target *> &targets,
+                                   DiagnosticEngine &diags, const SourceManager &sources, std::string &header) {
+  std::vector<std::unique_ptr<ir::Module>> modules;
+  std::vector<codegen::TargetModule> parts;
+  for (const Target *target : targets) {
+    ast::File file = parseFile(tokens, diags);
+    if (diags.hasErrors())
+      return std::nullopt;
+    std::optional<std::string> printed;
+    std::unique_ptr<ir::Module> module = lowerForTarget(file, *target, diags, printed);
+    if (printed || !module)
+      return printed;
+    parts.push_back({module.get(), target});
+    modules.push_back(std::move(module));
+  }
   std::string cuda;
-  if (!codegen::emitCuda(*module, target, inputPath == "-" ? "<stdin>" : inputPath.getValue(), cuda, diags,
-                         &sources) ||
+  if (!codegen::emitCuda(parts, inputPath == "-" ? "<stdin>" : inputPath.getValue(), cuda, diags, &sources,
+                         headerPath.empty() ? nullptr : &header, headerGuard(headerPath)) ||
       diags.hasErrors())
     return std::nullopt;
   return cuda;
@@ -276,9 +344,7 @@ int main(int argc, char **argv) {
   diags.setWarningsAsErrors(warningsAsErrors);
   diags.setErrorLimit(errorLimit);
 
-  const Target *target = Target::lookup(targetName);
-  if (!target)
-    diags.report({}, DiagId::UnknownTarget, targetName.getValue());
+  std::vector<const Target *> targets = selectTargets(diags);
   checkPhaseNames(diags);
   checkRepeatedOptions(diags);
   if (diags.hasErrors())
@@ -291,17 +357,17 @@ int main(int argc, char **argv) {
 
   std::vector<Token> tokens = lexBuffer(sources, fileId, diags);
   std::optional<std::string> output;
+  std::string header;
   if (emitKind == EmitKind::Tokens) {
     if (!diags.hasErrors())
       output = printTokens(tokens);
   } else if (!diags.limitReached()) {
-    ast::File file = parseFile(tokens, diags);
-    tokens.clear();
-    if (!diags.hasErrors())
-      output = compile(file, *target, diags, sources);
+    output = compile(tokens, targets, diags, sources, header);
   }
   if (!output || diags.hasErrors())
     return 1;
   std::string path = outputPath.empty() ? defaultOutputPath() : outputPath.getValue();
-  return writeOutputFile(path, *output, &*input, diags) ? 0 : 1;
+  if (!writeOutputFile(path, *output, &*input, diags))
+    return 1;
+  return headerPath.empty() || writeOutputFile(headerPath, header, &*input, diags) ? 0 : 1;
 }

@@ -1,0 +1,119 @@
+"""tkc kernels as torch operators: `register` makes a kernel a
+`torch.library.custom_op` (with a fake implementation, so
+`torch.compile(fullgraph=True)` traces through it) that takes the kernel's
+input tensors and constants and returns its outputs; `pair` gives such an
+operator a backward."""
+
+import torch
+
+from .errors import ShapeError
+
+
+def _row_padded_strides(shape, dtype_bytes, alignment):
+    """Contiguous strides, with the rows padded so that each outer stride is
+    a multiple of `alignment` bytes (docs/abi.md)."""
+    per = max(1, alignment // dtype_bytes)
+    strides, acc = [], 1
+    for i, size in enumerate(reversed(shape)):
+        strides.append(acc)
+        size = max(int(size), 1)
+        acc *= -(-size // per) * per if i == 0 else size
+    return tuple(reversed(strides))
+
+
+TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "i32": torch.int32,
+                "i1": torch.bool}
+
+
+def output_shapes(info, inputs, constants=()):
+    """{output name: shape} from the input tensors' sizes and the constants."""
+    values = dict(zip(info.constants, constants))
+    for param, tensor in zip(info.inputs, inputs):
+        if tensor.dim() != param.rank:
+            raise ShapeError(f"{param.name} must have rank {param.rank}, not {tensor.dim()}", info.name)
+        for dim, size in zip(param.dims, tensor.shape):
+            if isinstance(dim, str):
+                values.setdefault(dim, size)
+    shapes = {}
+    for param in info.outputs:
+        missing = [d for d in param.dims if isinstance(d, str) and d not in values]
+        if missing:
+            raise ShapeError(f"no input gives {param.name}'s dims {missing}", info.name)
+        shapes[param.name] = tuple(values[d] if isinstance(d, str) else d for d in param.dims)
+    return shapes
+
+
+def new_outputs(info, inputs, constants, device, zero=()):
+    """The outputs a call writes, with the layout the launcher accepts."""
+    out = []
+    for param, shape in zip(info.outputs, output_shapes(info, inputs, constants).values()):
+        dtype = TORCH_DTYPES[param.dtype]
+        strides = _row_padded_strides(shape, torch.empty((), dtype=dtype).element_size(), param.alignment)
+        t = torch.empty_strided(shape, strides, dtype=dtype, device=device)
+        out.append(t.zero_() if param.name in zero else t)
+    return out
+
+
+def schema_of(info):
+    args = [f"Tensor {p.name}" for p in info.inputs] + [f"int {c}" for c in info.constants]
+    outs = ["Tensor"] * len(info.outputs)
+    return f"({', '.join(args)}) -> " + (outs[0] if len(outs) == 1 else f"({', '.join(outs)})")
+
+
+def call_with_outputs(launcher, inputs, constants, outputs):
+    """Calls `launcher` with inputs and outputs in declaration order."""
+    ins, outs = iter(inputs), iter(outputs)
+    tensors = [next(outs) if p.output else next(ins) for p in launcher.info.tensors]
+    launcher(*tensors, *constants)
+
+
+def register(launcher, name=None, namespace="tkc", zero_outputs=()):
+    """Registers `launcher` (a kernel of a tkc.load()ed library) as the
+    operator `torch.ops.NAMESPACE.NAME(inputs..., constants...) -> outputs`;
+    outputs in `zero_outputs` start zeroed. Returns the custom_op."""
+    info = launcher.info
+    n_in = len(info.inputs)
+    qualname = f"{namespace}::{name or info.name}"
+
+    def run(*args):
+        inputs, constants = args[:n_in], args[n_in:]
+        outputs = new_outputs(info, inputs, constants, inputs[0].device, zero_outputs)
+        call_with_outputs(launcher, inputs, constants, outputs)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    op = torch.library.custom_op(qualname, run, mutates_args=(), device_types="cuda", schema=schema_of(info))
+
+    @op.register_fake
+    def _(*args):
+        inputs, constants = args[:n_in], args[n_in:]
+        outputs = new_outputs(info, inputs, constants, inputs[0].device)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    return op
+
+
+def pair(forward, backward, n_inputs, differentiable=None):
+    """Gives the operator `forward` (from `register`) a backward.
+
+    backward(inputs, constants, outputs, grads) returns one gradient (or
+    None) per input tensor; it gets the forward's inputs, constants and
+    outputs, and the gradients of the outputs (None where not needed).
+    `differentiable` (default: every input) names the indices of the inputs
+    that take gradients."""
+
+    def setup_context(ctx, inputs, output):
+        outputs = output if isinstance(output, tuple) else (output,)
+        ctx.save_for_backward(*inputs[:n_inputs], *outputs)
+        ctx.constants = tuple(inputs[n_inputs:])
+        ctx.n_outputs = len(outputs)
+
+    def grad(ctx, *grads):
+        saved = ctx.saved_tensors
+        inputs, outputs = saved[:n_inputs], saved[n_inputs:]
+        result = list(backward(inputs, ctx.constants, outputs, grads))
+        if differentiable is not None:
+            result = [g if i in differentiable else None for i, g in enumerate(result)]
+        return tuple(result) + (None,) * len(ctx.constants)
+
+    forward.register_autograd(grad, setup_context=setup_context)
+    return forward

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""GPU tests of the tkc Python package (python/tkc): loading and calling
+kernels, typed errors that leave the CUDA context usable, the torch
+operators (opcheck, torch.compile fullgraph), and attention's gradients
+against float64 SDPA. Needs a GPU, torch, nvcc and build/tools/tkc.
+
+    python3 tools/gpu/test_python_package.py [-v] [-k PATTERN]
+"""
+
+import math
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "python"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import tkc  # noqa: E402
+import tkc.bench  # noqa: E402
+import tkc.ops  # noqa: E402
+import tkc.torch  # noqa: E402
+
+EXAMPLES = REPO / "examples"
+
+
+def rel(a, b):
+    a, b = a.double(), b.double()
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def context_usable():
+    torch.cuda.synchronize()
+    return torch.ones(4, device="cuda").add_(1).sum().item() == 8.0
+
+
+class LoadAndCall(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = tkc.load(EXAMPLES / "gemm.tk")
+
+    def operands(self, m=257, n=520, k=136, dtype=torch.bfloat16, device="cuda"):
+        a = torch.randn(m, k, device=device, dtype=dtype)
+        b = torch.randn(k, n, device=device, dtype=dtype)
+        c = torch.full((m, n), float("nan"), device=device, dtype=dtype)
+        return a, b, c
+
+    def test_gemm_matches_matmul(self):
+        a, b, c = self.operands()
+        self.lib.gemm(a, b, c)
+        self.assertLess(rel(c, a.double() @ b.double()), 1e-2)
+
+    def test_per_target_launchers_on_this_device(self):
+        major, minor = torch.cuda.get_device_capability()
+        for target in self.lib.gemm.info.targets:
+            a, b, c = self.operands()
+            launcher = self.lib.launcher("gemm", target)
+            if target == "sm_90a" and (major, minor) != (9, 0):
+                with self.assertRaises(tkc.NoTargetError):
+                    launcher(a, b, c)
+                continue
+            launcher(a, b, c)
+            self.assertLess(rel(c, a.double() @ b.double()), 1e-2, target)
+
+    def test_errors_raise_and_leave_the_context_usable(self):
+        a, b, c = self.operands()
+        with self.assertRaisesRegex(tkc.DTypeError, "A must be bf16, not f16"):
+            self.lib.gemm(a.half(), b, c)
+        with self.assertRaisesRegex(tkc.DeviceError, "not device memory"):
+            self.lib.gemm(a.cpu(), b, c)
+        with self.assertRaisesRegex(tkc.ShapeError, "B.sizes\\[0\\]"):
+            self.lib.gemm(a, torch.randn(140, 520, device="cuda", dtype=torch.bfloat16), c)
+        with self.assertRaises(tkc.StrideError):
+            self.lib.gemm(a.t().contiguous().t(), b, c)
+        if torch.cuda.device_count() > 1:
+            with self.assertRaisesRegex(tkc.DeviceError, "device"):
+                self.lib.gemm(a, b.to("cuda:1"), c)
+        self.assertTrue(context_usable())
+        self.lib.gemm(a, b, c)
+        self.assertLess(rel(c, a.double() @ b.double()), 1e-2)
+
+    def test_user_script(self):
+        out = subprocess.run([sys.executable, str(REPO / "python" / "examples" / "quickstart.py")],
+                             capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertEqual(len((REPO / "python" / "examples" / "quickstart.py").read_text().splitlines()) < 15, True)
+
+    def test_register_a_kernel_as_an_operator(self):
+        op = tkc.torch.register(self.lib.gemm, name="gemm_test")
+        a, b, _ = self.operands()
+        self.assertLess(rel(op(a, b), a.double() @ b.double()), 1e-2)
+        torch.library.opcheck(op, (a, b))
+        compiled = torch.compile(lambda x, y: op(x, y) * 2, fullgraph=True)
+        self.assertLess(rel(compiled(a, b), 2 * (a.double() @ b.double())), 1e-2)
+
+
+def attention_inputs(b=2, h=3, n=150, d=64, requires_grad=False):
+    return [torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16, requires_grad=requires_grad)
+            for _ in range(3)]
+
+
+class Operators(unittest.TestCase):
+    def test_attention_matches_sdpa(self):
+        for d in (64, 128):
+            for causal in (False, True):
+                q, k, v = attention_inputs(d=d)
+                ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+                self.assertLess(rel(tkc.ops.attention(q, k, v, causal=causal), ref), 1e-2, (d, causal))
+
+    def test_attention_gradients_match_float64_sdpa(self):
+        for d in (64, 128):
+            for causal in (False, True):
+                q, k, v = attention_inputs(d=d, requires_grad=True)
+                do = torch.randn_like(q)
+                out = tkc.ops.attention(q, k, v, causal=causal)
+                grads = torch.autograd.grad(out, (q, k, v), do)
+                q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
+                ref = F.scaled_dot_product_attention(q64, k64, v64, is_causal=causal)
+                ref_grads = torch.autograd.grad(ref, (q64, k64, v64), do.double())
+                for name, g, r in zip("qkv", grads, ref_grads):
+                    self.assertLess(rel(g, r), 2e-2, f"d{name} at D={d} causal={causal}")
+
+    def test_opcheck(self):
+        q, k, v = attention_inputs(requires_grad=True)
+        for causal in (0, 1):
+            torch.library.opcheck(torch.ops.tkc.attention_fwd.default, (q, k, v, causal))
+        o, lse = torch.ops.tkc.attention_fwd(q.detach(), k.detach(), v.detach(), 0)
+        torch.library.opcheck(torch.ops.tkc.attention_bwd.default,
+                              (q.detach(), k.detach(), v.detach(), o, torch.randn_like(o), lse, 0))
+        x = torch.randn(37, 1024, device="cuda", dtype=torch.bfloat16)
+        w, bias = (torch.randn(1024, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        torch.library.opcheck(torch.ops.tkc.layernorm.default, (x, w, bias))
+
+    def test_torch_compile_fullgraph(self):
+        q, k, v = attention_inputs(n=32, d=64)
+        w, bias = (torch.randn(32 * 64, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+
+        def block(q, k, v):
+            o = tkc.ops.attention(q, k, v, causal=True)
+            return tkc.ops.layernorm(o.reshape(q.shape[0] * q.shape[1], -1) * 2, w, bias)
+
+        torch._dynamo.reset()
+        compiled = torch.compile(block, fullgraph=True)
+        self.assertLess(rel(compiled(q, k, v), block(q, k, v)), 1e-3)
+
+    def test_layernorm_matches_torch(self):
+        x = torch.randn(3, 37, 2048, device="cuda", dtype=torch.bfloat16)
+        w, bias = (torch.randn(2048, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        ref = F.layer_norm(x.double(), (2048,), w.double(), bias.double(), eps=1e-5)
+        self.assertLess(rel(tkc.ops.layernorm(x, w, bias), ref), 1e-2)
+
+    def test_operator_errors_leave_the_context_usable(self):
+        q, k, v = attention_inputs(d=96)
+        with self.assertRaisesRegex(tkc.NoSpecializationError, "D = 96"):
+            tkc.ops.attention(q, k, v)
+        q, k, v = attention_inputs()
+        with self.assertRaises(tkc.DTypeError):
+            tkc.ops.attention(q.half(), k.half(), v.half())
+        self.assertTrue(context_usable())
+
+
+class Bench(unittest.TestCase):
+    def test_interleaved_timer(self):
+        x = torch.randn(1 << 20, device="cuda")
+        times = tkc.bench.median_time_interleaved({"small": lambda _: x[:1024].add_(1), "big": lambda _: x.add_(1)},
+                                                  iters=10, warmup=2)
+        self.assertEqual(set(times), {"small", "big"})
+        self.assertTrue(all(t.n == 10 and math.isfinite(t.median_ms) for t in times.values()))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -42,6 +42,7 @@ bool emitCuda(const Module &module, const Target &target, const std::string &sou
   writer.line("#include <cstdio>");
   writer.line("#include <cstdint>");
   writer.line("#include <algorithm>");
+  writer.line("#include <cmath>");
   writer.line("#include <cuda_runtime.h>");
   writer.blank();
   writer.line("#include \"tkc_host.h\"");
@@ -73,7 +74,8 @@ bool emitCuda(const Module &module, const Target &target, const std::string &sou
     }
   }
   for (auto &source : launcherOrder) {
-    emitLauncher(source, launchers[source], body);
+    if (!emitLauncher(source, launchers[source], target.name, body, diags))
+      return false;
     body.blank();
   }
   emitWgmmaWrappers(wgmmaShapes, writer);

@@ -1,6 +1,7 @@
 #pragma once
 #include "codegen/CodeWriter.h"
 #include "ir/IR.h"
+#include "support/Diagnostics.h"
 
 #include <string>
 #include <vector>
@@ -18,7 +19,9 @@ struct LaunchVariant {
 /// every tensor argument (null, rank, sizes, strides, alignment), picks the
 /// specialisation that matches the sizes and constants, computes the grid
 /// and launches, returning a tkc_status code; `tkc_NAME_error()` returns
-/// the message of the last failure.
-void emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVariant> &variants, CodeWriter &out);
+/// the message of the last failure. False after reporting a launch block
+/// the host cannot compute.
+bool emitLauncher(const std::string &sourceKernel, const std::vector<LaunchVariant> &variants,
+                  const std::string &targetName, CodeWriter &out, DiagnosticEngine &diags);
 
 } // namespace tkc::codegen

@@ -34,11 +34,12 @@ template <class T> TKC_INT_FN T div(T a, T b) {
 template <class T> TKC_INT_FN T rem(T a, T b) { return b == 0 ? a : b == T(-1) ? T(0) : a % b; }
 
 /// The ceiling of the exact quotient a / b for operands of any sign (0 when
-/// b is 0).
+/// b is 0): the truncated quotient, 1 more where it was rounded down (a
+/// positive quotient with a remainder). Unlike `(a + b - 1) / b`, it cannot
+/// overflow.
 template <class T> TKC_INT_FN T cdiv(T a, T b) {
-  T q = div(a, b);
-  T r = rem(a, b);
-  return b != 0 && r != 0 && ((r < 0) == (b < 0)) ? T(q + 1) : q;
+  bool roundedDown = b != 0 && rem(a, b) != 0 && ((a < 0) == (b < 0));
+  return static_cast<T>(div(a, b) + T(roundedDown));
 }
 
 template <class T> TKC_INT_FN T min(T a, T b) { return b < a ? b : a; }

@@ -6,6 +6,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "tkc_int.h"
+
 #define TKC_UNROLL _Pragma("unroll")
 
 namespace tkc {

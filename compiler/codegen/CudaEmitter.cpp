@@ -50,6 +50,7 @@ bool emitCuda(const std::vector<TargetModule> &modules, const std::string &sourc
   writer.line("#include <cstdio>");
   writer.line("#include <cstdint>");
   writer.line("#include <algorithm>");
+  writer.line("#include <cmath>");
   writer.line("#include <cuda_runtime.h>");
   writer.blank();
   writer.line("#include \"tkc_host.h\"");
@@ -93,7 +94,8 @@ bool emitCuda(const std::vector<TargetModule> &modules, const std::string &sourc
   // sets and constants do not depend on the target: one dispatcher calls
   // each target's launcher with the same arguments.
   for (auto &source : launcherOrder) {
-    emitLaunchers(source, launchers[source], body);
+    if (!emitLaunchers(source, launchers[source], body, diags))
+      return false;
     body.blank();
   }
   emitWgmmaWrappers(wgmmaShapes, writer);

@@ -18,10 +18,8 @@ std::string maskedIndex(const Op &mask, const Fragment &f) {
   return mask.result()->type.shape.size() == 1 || mask.intAttr("axis") == 0 ? f.row : f.col;
 }
 /// `acc` combined with `v` by a reduction of `kind` ("sum", "max", "min").
-std::string reductionStep(const std::string &kind, const std::string &acc, const std::string &v) {
-  if (kind == "sum")
-    return fmt::format("{} + {}", acc, v);
-  return fmt::format("{}({}, {})", kind == "max" ? "fmaxf" : "fminf", acc, v);
+CExpr reductionStep(const std::string &kind, const CExpr &acc, const CExpr &v) {
+  return kind == "sum" ? acc + v : call(kind == "max" ? "fmaxf" : "fminf", {acc, v});
 }
 } // namespace
 
@@ -33,38 +31,29 @@ void KernelEmitter::declareTile(const Value *v) {
   out_.line("{} {}[{}];", cType(v->type.dtype), name(v), fragment(v->type).count());
 }
 
-std::string KernelEmitter::element(const Value *v, const std::string &flat, bool asFloat) {
-  if (v->type.isScalar()) {
-    std::string s = scalar(v);
-    // A 16-bit scalar beside float operands would make C++ choose between
-    // the 16-bit and the float operator.
-    bool narrow = v->type.dtype == DType::I32 || v->type.dtype == DType::BF16 || v->type.dtype == DType::F16;
-    return asFloat && narrow ? fmt::format("float({})", s) : s;
-  }
-  std::string e = fmt::format("{}[{}]", name(v), flat);
-  if (asFloat && (v->type.dtype == DType::BF16 || v->type.dtype == DType::F16))
-    return fmt::format("float({})", e);
-  if (asFloat && v->type.dtype == DType::I32)
-    return fmt::format("float({})", e);
-  return e;
+CExpr KernelEmitter::element(const Value *v, const std::string &flat, bool asFloat) {
+  // A 16-bit scalar beside float operands would make C++ choose between
+  // the 16-bit and the float operator.
+  bool narrow = v->type.dtype == DType::I32 || v->type.dtype == DType::BF16 || v->type.dtype == DType::F16;
+  CExpr e = v->type.isScalar() ? scalarExpr(v) : subscript(CExpr::text(name(v)), CExpr::text(flat));
+  return asFloat && narrow ? call("float", {e}) : e;
 }
 
 /// The smallest and largest value of an index expression over a tile: sums
 /// and differences of scalars and `iota`s. The scalars it reads are added
 /// to `leaves` when given.
-std::optional<std::pair<std::string, std::string>> KernelEmitter::indexRange(const Value *v,
-                                                                             std::vector<const Value *> *leaves) {
+std::optional<std::pair<CExpr, CExpr>> KernelEmitter::indexRange(const Value *v, std::vector<const Value *> *leaves) {
   if (v->type.isScalar() && v->type.dtype == DType::I32) {
     if (leaves)
       leaves->push_back(v);
-    return std::make_pair(scalar(v), scalar(v));
+    return std::make_pair(scalarExpr(v), scalarExpr(v));
   }
   const Op *def = v->definingOp;
   if (!def || v->type.dtype != DType::I32)
     return std::nullopt;
   if (def->kind == OpKind::Iota) {
     int64_t extent = v->type.shape[def->intAttr("axis")];
-    return std::make_pair(std::string("0"), std::to_string(extent - 1));
+    return std::make_pair(CExpr::integer(0), CExpr::integer(extent - 1));
   }
   if (def->kind != OpKind::Add && def->kind != OpKind::Sub)
     return std::nullopt;
@@ -72,13 +61,13 @@ std::optional<std::pair<std::string, std::string>> KernelEmitter::indexRange(con
   if (!a || !b)
     return std::nullopt;
   if (def->kind == OpKind::Add)
-    return std::make_pair(fmt::format("({} + {})", a->first, b->first), fmt::format("({} + {})", a->second, b->second));
-  return std::make_pair(fmt::format("({} - {})", a->first, b->second), fmt::format("({} - {})", a->second, b->first));
+    return std::make_pair(a->first + b->first, a->second + b->second);
+  return std::make_pair(a->first - b->second, a->second - b->first);
 }
 
 /// A block-uniform condition under which every element of the i1 tile `cond`
 /// is true, when `cond` compares index expressions.
-std::optional<std::string> KernelEmitter::wholeTileCondition(const Value *cond, std::vector<const Value *> *leaves) {
+std::optional<CExpr> KernelEmitter::wholeTileCondition(const Value *cond, std::vector<const Value *> *leaves) {
   const Op *def = cond->definingOp;
   if (!def || def->operands.size() != 2)
     return std::nullopt;
@@ -86,10 +75,10 @@ std::optional<std::string> KernelEmitter::wholeTileCondition(const Value *cond, 
   if (!a || !b)
     return std::nullopt;
   switch (def->kind) {
-  case OpKind::Ge: return fmt::format("{} >= {}", a->first, b->second);
-  case OpKind::Gt: return fmt::format("{} > {}", a->first, b->second);
-  case OpKind::Le: return fmt::format("{} <= {}", a->second, b->first);
-  case OpKind::Lt: return fmt::format("{} < {}", a->second, b->first);
+  case OpKind::Ge: return binary(BinaryOperator::Ge, a->first, b->second);
+  case OpKind::Gt: return binary(BinaryOperator::Gt, a->first, b->second);
+  case OpKind::Le: return binary(BinaryOperator::Le, a->second, b->first);
+  case OpKind::Lt: return binary(BinaryOperator::Lt, a->second, b->first);
   default: return std::nullopt;
   }
 }
@@ -103,39 +92,33 @@ void KernelEmitter::emitElementwise(const Op &op) {
     if (isFloat(operand->type.dtype))
       computeInFloat = true;
   bool isFloatOp = computeInFloat && op.kind != OpKind::Select && op.kind != OpKind::Cast;
-  std::optional<std::string> mapped;
+  std::optional<CExpr> mapped;
   if (op.kind == OpKind::Select) {
     bool f = isFloat(dtype);
     mapped = operatorExpression(op.kind,
                                 {element(op.operands[0], "x", false), element(op.operands[1], "x", f),
                                  element(op.operands[2], "x", f)},
-                                f, MathPrecision::Fast);
+                                {f, MathPrecision::Fast, false});
   } else if (op.kind == OpKind::Cast) {
     mapped = element(op.operands[0], "x", isFloat(dtype) && isFloat(op.operands[0]->type.dtype));
   } else {
-    std::vector<std::string> args;
+    std::vector<CExpr> args;
     for (const Value *operand : op.operands)
       args.push_back(element(operand, "x", isFloatOp));
-    mapped = operatorExpression(op.kind, args, isFloatOp, MathPrecision::Fast);
+    mapped = operatorExpression(op.kind, args, {isFloatOp, MathPrecision::Fast, false});
   }
   if (!mapped) {
     unsupported(op, fmt::format("tile operation `{}`", mnemonicOf(op.kind)));
     return;
   }
-  std::string expr = *mapped;
   declareName(result);
   declareTile(result);
   int count = fragment(result->type).count();
-  std::string cast = cType(dtype);
-  if (dtype == DType::BF16)
-    expr = fmt::format("__float2bfloat16({})", expr);
-  else if (dtype == DType::F16)
-    expr = fmt::format("__float2half({})", expr);
-  else
-    expr = fmt::format("{}({})", cast, expr);
+  const char *rounding = dtype == DType::BF16 ? "__float2bfloat16" : dtype == DType::F16 ? "__float2half" : nullptr;
+  std::string expr = call(rounding ? rounding : cType(dtype), {*mapped}).str();
   // A select on an index comparison that holds for the whole tile (a causal
   // mask on a block below the diagonal) is decided once for the block.
-  std::optional<std::string> always =
+  std::optional<CExpr> always =
       op.kind == OpKind::Select && op.operands[0]->type.isTile() ? wholeTileCondition(op.operands[0]) : std::nullopt;
   // Under `condition` the result is a copy of `same`; otherwise computed.
   auto copyIf = [&](const std::string &condition, const Value *same) {
@@ -147,7 +130,7 @@ void KernelEmitter::emitElementwise(const Op &op) {
     out_.close();
   };
   if (always && op.operands[1]->type == result->type)
-    return copyIf(*always, op.operands[1]);
+    return copyIf(always->str(), op.operands[1]);
   if (std::optional<RowRescale> rescale = carriedRowRescale(op)) {
     // A loop-carried accumulator scaled row by row (online softmax's
     // correction): when every factor the warp holds is 1, as it is once the
@@ -202,17 +185,16 @@ void KernelEmitter::emitFill(const Op &op) {
   if (freshAccumulators_.count(&op))
     return;
   double value = op.floatAttr("value");
-  std::string floatLiteral = std::isinf(value) ? (value > 0 ? "INFINITY" : "-INFINITY") : fmt::format("{}", value);
-  if (!std::isinf(value))
-    floatLiteral += floatLiteral.find_first_of(".eI") == std::string::npos ? ".0f" : "f";
+  std::string literal = floatLiteral(value);
   if (result->type.layout.kind == LayoutKind::OperandA) {
     // Operand registers hold two 16-bit values each.
     const char *pack = result->type.dtype == DType::F16 ? "pack_f16" : "pack_bf16";
     out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = tkc::{}({}, {});", operandACount(result->type),
-              name(result), pack, floatLiteral, floatLiteral);
+              name(result), pack, literal, literal);
     return;
   }
-  std::string literal = result->type.dtype == DType::F32 || std::isinf(value) ? floatLiteral : fmt::format("{}", value);
+  if (result->type.dtype == DType::I32 || result->type.dtype == DType::I1)
+    literal = CExpr::integer(static_cast<int64_t>(value)).str();
   out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {}({});", fragment(result->type).count(), name(result),
             cType(result->type.dtype), literal);
 }
@@ -256,7 +238,7 @@ bool KernelEmitter::emitReduce(const Op &op) {
   std::string kind = op.strAttr("kind");
   int axis = static_cast<int>(op.intAttr("axis"));
   std::string identity = kind == "sum" ? "0.0f" : kind == "max" ? "-INFINITY" : "INFINITY";
-  auto combine = [&](const std::string &acc, const std::string &v) { return reductionStep(kind, acc, v); };
+  auto combine = [&](const CExpr &acc, const CExpr &v) { return reductionStep(kind, acc, v); };
   if (src->type.isShared())
     return emitPartialsReduce(op);
   // Into shared partial results, the tile's warp rows each reduce their own
@@ -302,15 +284,16 @@ bool KernelEmitter::emitReduce(const Op &op) {
     out_.open("");
   out_.line("float {}[{}];", sums, fr.count());
   out_.line("TKC_UNROLL for (int x = 0; x < {}; ++x) {}[x] = {};", fr.count(), sums, identity);
-  std::string slot = fmt::format("{}[{}]", sums, target);
+  CExpr slot = subscript(CExpr::text(sums), CExpr::text(target));
   // Reads `input`, or, where `outside` holds, the fill value `fill`.
-  auto accumulate = [&](const Value *input, const std::string &outside = "", const std::string &fill = "") {
+  auto accumulate = [&](const Value *input, std::optional<CExpr> outside = std::nullopt,
+                        std::optional<CExpr> fill = std::nullopt) {
     out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", fs.count()));
-    out_.line("{}", fs.decompose("x", target + " " + outside));
-    std::string value = element(input, "x", true);
-    if (!outside.empty())
-      value = fmt::format("{} ? {} : {}", outside, fill, value);
-    out_.line("{} = {};", slot, combine(slot, value));
+    out_.line("{}", fs.decompose("x", target + " " + (outside ? outside->str() : "")));
+    CExpr value = element(input, "x", true);
+    if (outside)
+      value = conditional(*outside, *fill, value);
+    out_.line("{} = {};", slot.str(), combine(slot, value).str());
     out_.close();
   };
   const Op *mask = src->definingOp;
@@ -319,10 +302,11 @@ bool KernelEmitter::emitReduce(const Op &op) {
   } else if (identityOps_.count(mask)) {
     accumulate(mask->operands[0]); // the absorbed mask on an interior tile
   } else {
-    std::string bound = scalar(mask->operands[1]);
-    out_.open(fmt::format("if ({} < {})", bound, src->type.shape[mask->intAttr("axis")]));
-    accumulate(mask->operands[0], fmt::format("{} >= {}", maskedIndex(*mask, fs), bound),
-               fmt::format("float({})", fillLiteral(*mask)));
+    CExpr bound = scalarExpr(mask->operands[1]);
+    out_.open(fmt::format("if ({})", binary(BinaryOperator::Lt, bound,
+                                            CExpr::integer(src->type.shape[mask->intAttr("axis")])).str()));
+    accumulate(mask->operands[0], binary(BinaryOperator::Ge, CExpr::text(maskedIndex(*mask, fs)), bound),
+               call("float", {CExpr::floating(mask->floatAttr("fill"))}));
     out_.dedent();
     out_.open("} else");
     accumulate(mask->operands[0]);
@@ -331,8 +315,8 @@ bool KernelEmitter::emitReduce(const Op &op) {
   // Lanes that hold parts of the same row (column) combine through shuffles.
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", fr.count()));
   for (int s : shuffles) {
-    std::string v = fmt::format("{}[x]", sums);
-    out_.line("{} = {};", v, combine(v, fmt::format("tkc::shfl_xor({}, {})", v, s)));
+    CExpr v = subscript(CExpr::text(sums), CExpr::text("x"));
+    out_.line("{} = {};", v.str(), combine(v, call("tkc::shfl_xor", {v, CExpr::integer(s)})).str());
   }
   out_.close();
   if (!intoPartials)
@@ -362,7 +346,7 @@ bool KernelEmitter::emitPartialsReduce(const Op &op) {
   if (to != LayoutKind::AccCol && to != LayoutKind::StripCol)
     return unsupported(op, fmt::format("a reduction of partial results into {}", result->type.str()));
   std::string kind = op.strAttr("kind");
-  auto combine = [&](const std::string &acc, const std::string &v) { return reductionStep(kind, acc, v); };
+  auto combine = [&](const CExpr &acc, const CExpr &v) { return reductionStep(kind, acc, v); };
   int64_t warpRows = partials->type.shape[0], cols = partials->type.shape[1];
   Fragment f = fragment(result->type);
   declareName(result);
@@ -373,9 +357,9 @@ bool KernelEmitter::emitPartialsReduce(const Op &op) {
             name(result));
   out_.open(fmt::format("TKC_UNROLL for (int it = 1; it < {}; ++it)", warpRows));
   for (int half : {0, 1}) {
-    std::string element = fmt::format("{}[x + {}]", name(result), half);
-    std::string partial = fmt::format("tkc::ld_shared_f32({} + (it * {} + {} + {}) * 4)", name(partials), cols, f.row, half);
-    out_.line("{} = {};", element, combine(element, partial));
+    CExpr element = subscript(CExpr::text(name(result)), CExpr::text(fmt::format("x + {}", half)));
+    CExpr partial = CExpr::text(fmt::format("tkc::ld_shared_f32({} + (it * {} + {} + {}) * 4)", name(partials), cols, f.row, half));
+    out_.line("{} = {};", element.str(), combine(element, partial).str());
   }
   out_.close();
   out_.close();

@@ -63,7 +63,7 @@ int registersLiveAt(const Block &body, Block::OpList::const_iterator at) {
 }
 } // namespace
 
-std::vector<std::string> KernelEmitter::maskFreeConditions(const Block &body, Block::OpList::const_iterator from,
+std::vector<CExpr> KernelEmitter::maskFreeConditions(const Block &body, Block::OpList::const_iterator from,
                                                           const std::map<const Op *, int> &position,
                                                           std::set<const Op *> &identities) {
   int start = position.at(from->get());
@@ -72,14 +72,15 @@ std::vector<std::string> KernelEmitter::maskFreeConditions(const Block &body, Bl
     const Op *def = v->definingOp;
     return !def || def->parent != &body || position.at(def) < start;
   };
-  std::vector<std::string> conditions;
+  std::vector<CExpr> conditions;
   for (auto it = from; it != body.ops.end(); ++it) {
     const Op &op = **it;
     std::vector<const Value *> leaves;
-    std::optional<std::string> condition;
+    std::optional<CExpr> condition;
     if (op.kind == OpKind::Mask && op.operands[1]->type.isScalar()) {
       leaves.push_back(op.operands[1]);
-      condition = fmt::format("{} >= {}", scalar(op.operands[1]), op.result()->type.shape[op.intAttr("axis")]);
+      condition = binary(BinaryOperator::Ge, scalarExpr(op.operands[1]),
+                         CExpr::integer(op.result()->type.shape[op.intAttr("axis")]));
     } else if (op.kind == OpKind::Select && op.operands[0]->type.isTile() &&
                op.operands[1]->type == op.result()->type) {
       condition = wholeTileCondition(op.operands[0], &leaves);
@@ -87,9 +88,9 @@ std::vector<std::string> KernelEmitter::maskFreeConditions(const Block &body, Bl
     if (!condition || !std::all_of(leaves.begin(), leaves.end(), available))
       continue;
     identities.insert(&op);
-    std::string term = "(" + *condition + ")";
-    if (std::find(conditions.begin(), conditions.end(), term) == conditions.end())
-      conditions.push_back(term);
+    if (std::none_of(conditions.begin(), conditions.end(),
+                     [&](const CExpr &term) { return term.str() == condition->str(); }))
+      conditions.push_back(*condition);
   }
   return conditions;
 }
@@ -165,12 +166,9 @@ void KernelEmitter::emitLoopBody(const Op &loop, Block::OpList::const_iterator f
     }
     if (splitHere) {
       std::set<const Op *> identities;
-      std::vector<std::string> conditions = maskFreeConditions(body, it, position, identities);
+      std::vector<CExpr> conditions = maskFreeConditions(body, it, position, identities);
       if (!conditions.empty()) {
-        std::string all = conditions[0];
-        for (size_t i = 1; i < conditions.size(); ++i)
-          all += " && " + conditions[i];
-        out_.open(fmt::format("if ({})", all));
+        out_.open(fmt::format("if ({})", conjunction(conditions).str()));
         out_.line("// an interior tile: the masks below change nothing");
         std::set<const Op *> saved = std::move(identityOps_);
         identityOps_ = identities;

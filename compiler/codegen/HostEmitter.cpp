@@ -1,4 +1,6 @@
 #include "codegen/HostEmitter.h"
+#include "codegen/Expressions.h"
+#include "codegen/Identifiers.h"
 #include "codegen/KernelEmitter.h"
 
 #include <map>
@@ -21,36 +23,39 @@ const char *elementCType(DType dtype) {
   return "void";
 }
 
-/// The scalar computation of the launch block, printed as host C++.
-std::string hostScalar(const Value *v, const std::map<const Value *, std::string> &names) {
-  if (Op *def = v->definingOp; def && def->kind == OpKind::Const)
-    return std::to_string(def->intAttr("value")) + "LL";
-  auto it = names.find(v);
-  return it != names.end() ? it->second : "0";
+/// The scalar computation of the launch block, printed as host C++ through
+/// the kernels' expression printer: integers are `long long` (the sizes they
+/// come from are 64-bit), with the same tkc_int.h operations.
+const char *hostCType(DType dtype) {
+  return dtype == DType::F32 ? "float" : dtype == DType::I1 ? "bool" : "long long";
 }
 
-std::string hostExpr(const Op &op, const std::map<const Value *, std::string> &names) {
-  auto a = [&](size_t i) { return hostScalar(op.operands[i], names); };
-  switch (op.kind) {
-  case OpKind::Add: return fmt::format("{} + {}", a(0), a(1));
-  case OpKind::Sub: return fmt::format("{} - {}", a(0), a(1));
-  case OpKind::Mul: return fmt::format("{} * {}", a(0), a(1));
-  case OpKind::Div: return fmt::format("{} / {}", a(0), a(1));
-  case OpKind::Rem: return fmt::format("{} % {}", a(0), a(1));
-  case OpKind::Max: return fmt::format("std::max<long long>({}, {})", a(0), a(1));
-  case OpKind::Min: return fmt::format("std::min<long long>({}, {})", a(0), a(1));
-  case OpKind::CDiv: return fmt::format("({} + {} - 1) / {}", a(0), a(1), a(1));
-  case OpKind::Lt: return fmt::format("{} < {}", a(0), a(1));
-  case OpKind::Le: return fmt::format("{} <= {}", a(0), a(1));
-  case OpKind::Gt: return fmt::format("{} > {}", a(0), a(1));
-  case OpKind::Ge: return fmt::format("{} >= {}", a(0), a(1));
-  case OpKind::Eq: return fmt::format("{} == {}", a(0), a(1));
-  case OpKind::Ne: return fmt::format("{} != {}", a(0), a(1));
-  case OpKind::And: return fmt::format("{} && {}", a(0), a(1));
-  case OpKind::Or: return fmt::format("{} || {}", a(0), a(1));
-  case OpKind::Select: return fmt::format("{} ? {} : {}", a(0), a(1), a(2));
-  default: return "0";
+std::optional<CExpr> hostScalar(const Value *v, const std::map<const Value *, std::string> &names) {
+  if (Op *def = v->definingOp; def && def->kind == OpKind::Const) {
+    if (v->type.dtype == DType::F32)
+      return CExpr::floating(def->floatAttr("value"));
+    if (v->type.dtype == DType::I1)
+      return CExpr::text(def->intAttr("value") ? "true" : "false");
+    return CExpr::integer(def->intAttr("value"), "LL");
   }
+  auto it = names.find(v);
+  return it != names.end() ? std::optional<CExpr>(CExpr::text(it->second)) : std::nullopt;
+}
+
+std::optional<CExpr> hostExpr(const Op &op, const std::map<const Value *, std::string> &names) {
+  if (op.kind == OpKind::NumSms)
+    return call("static_cast<long long>", {CExpr::text("multiprocessors")});
+  std::vector<CExpr> args;
+  for (const Value *operand : op.operands) {
+    std::optional<CExpr> arg = hostScalar(operand, names);
+    if (!arg)
+      return std::nullopt;
+    args.push_back(*arg);
+  }
+  if (op.kind == OpKind::Cast && args.size() == 1)
+    return call(fmt::format("static_cast<{}>", hostCType(op.result()->type.dtype)), args);
+  bool floatMath = op.results.size() == 1 && isFloat(op.result()->type.dtype);
+  return operatorExpression(op.kind, args, {floatMath, MathPrecision::Accurate, true});
 }
 
 /// The kernel's `index`-th tensor parameter.
@@ -115,23 +120,58 @@ bool bulkStored(const std::vector<LaunchVariant> &variants, size_t index) {
 
 namespace {
 
+/// Whether `op` divides (integers) by its second operand.
+bool dividesIntegers(const Op &op) {
+  return (op.kind == OpKind::Div || op.kind == OpKind::Rem || op.kind == OpKind::CDiv) && op.operands.size() == 2 &&
+         !isFloat(op.operands[1]->type.dtype);
+}
+
 /// Prints the scalar ops of the launch block as host locals and returns the
-/// three grid extents (`num_sms` reads the `multiprocessors` local).
-std::vector<std::string> emitGridExtents(const Kernel &k, std::map<const Value *, std::string> &names,
-                                         CodeWriter &out) {
+/// three grid extents (`num_sms` reads the `multiprocessors` local), or
+/// nothing after reporting an op the host cannot compute. The launcher
+/// returns an error rather than divide by a zero size or launch a grid of
+/// negative extent.
+std::optional<std::vector<std::string>> emitGridExtents(const Kernel &k, std::map<const Value *, std::string> &names,
+                                                        const std::string &fn, const std::string &targetName,
+                                                        CodeWriter &out, DiagnosticEngine &diags) {
   int temp = 0;
   std::vector<std::string> grid{"1", "1", "1"};
   for (auto &op : k.launch.ops) {
     if (op->kind == OpKind::Const)
       continue;
     if (op->kind == OpKind::Grid) {
-      for (size_t i = 0; i < 3 && i < op->operands.size(); ++i)
-        grid[i] = hostScalar(op->operands[i], names);
+      for (size_t i = 0; i < 3 && i < op->operands.size(); ++i) {
+        std::optional<CExpr> extent = hostScalar(op->operands[i], names);
+        if (!extent) {
+          diags.report(op->loc, DiagId::UnsupportedOnTarget, "this grid extent", targetName);
+          return std::nullopt;
+        }
+        grid[i] = extent->str();
+        if (!op->operands[i]->definingOp || op->operands[i]->definingOp->kind != OpKind::Const)
+          out.line("if ({0} < 0 || {0} > 0x7fffffff) return {1}_fail(TKC_ERROR_SHAPE, \"the grid's {2} extent %lld "
+                   "is out of range\", (long long)({0}));",
+                   grid[i], fn, "xyz"[i]);
+      }
       continue;
     }
+    std::optional<CExpr> expr = op->results.size() == 1 ? hostExpr(*op, names) : std::nullopt;
+    if (!expr) {
+      diags.report(op->loc, DiagId::UnsupportedOnTarget,
+                   fmt::format("computing `{}` in the grid", mnemonicOf(op->kind)), targetName);
+      return std::nullopt;
+    }
+    const Op *divisorDef = dividesIntegers(*op) ? op->operands[1]->definingOp : nullptr;
+    if (divisorDef && divisorDef->kind == OpKind::Const && divisorDef->intAttr("value") == 0) {
+      diags.report(op->loc, DiagId::DivisorIsZero, mnemonicOf(op->kind));
+      return std::nullopt;
+    }
+    if (dividesIntegers(*op) && !(divisorDef && divisorDef->kind == OpKind::Const)) {
+      std::optional<CExpr> divisor = hostScalar(op->operands[1], names);
+      out.line("if ({} == 0) return {}_fail(TKC_ERROR_SHAPE, \"the grid divides by zero (`{}` at line {})\");",
+               divisor->str(), fn, mnemonicOf(op->kind), op->loc.line);
+    }
     std::string n = fmt::format("g{}", temp++);
-    std::string expr = op->kind == OpKind::NumSms ? std::string("(long long)multiprocessors") : hostExpr(*op, names);
-    out.line("const long long {} = {};", n, expr);
+    out.line("const {} {} = {};", hostCType(op->result()->type.dtype), n, expr->str());
     names[op->result()] = n;
   }
   return grid;
@@ -187,6 +227,22 @@ std::vector<std::string> kernelArguments(const Kernel &k, const std::map<std::st
   return args;
 }
 
+/// The launch block's arguments as host code: a symbol names its local,
+/// another scalar parameter is a constant of the specialisation or, where
+/// it is none, the launcher's parameter of that name.
+std::map<const Value *, std::string> launchArgumentNames(const Kernel &k,
+                                                         const std::map<std::string, DimPosition> &symbols) {
+  std::map<const Value *, std::string> names;
+  for (auto &arg : k.launch.args) {
+    names[arg.get()] = sourceIdentifier(arg->nameHint);
+    if (!symbols.count(arg->nameHint))
+      for (auto &[p, v] : k.specialization)
+        if (p == arg->nameHint)
+          names[arg.get()] = CExpr::integer(v, "LL").operand(Precedence::Postfix);
+  }
+  return names;
+}
+
 // --- sm_90a launches: tensor maps and persistent grids ------------------------
 
 /// The launch of a kernel that reads through bulk tensor copies: it builds
@@ -194,19 +250,20 @@ std::vector<std::string> kernelArguments(const Kernel &k, const std::map<std::st
 /// the tensor's end), computes the grid from the launch block (which may ask
 /// for the number of multiprocessors) and passes the maps after the usual
 /// arguments. Emitted inside the specialisation's `if`.
-void emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const std::string &fn,
-                         const std::map<std::string, DimPosition> &symbols, CodeWriter &out) {
-  std::map<const Value *, std::string> names;
-  for (auto &arg : k.launch.args)
-    names[arg.get()] = symbols.count(arg->nameHint) ? arg->nameHint : "0LL";
+bool emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const std::string &fn,
+                         const std::map<std::string, DimPosition> &symbols, const std::string &targetName,
+                         CodeWriter &out, DiagnosticEngine &diags) {
+  std::map<const Value *, std::string> names = launchArgumentNames(k, symbols);
   bool needsSms = std::any_of(k.launch.ops.begin(), k.launch.ops.end(),
                               [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::NumSms; });
   if (needsSms) {
     out.line("int multiprocessors = 0;");
     out.line("if (const int status = tkc::host::multiprocessors({}_message, device, &multiprocessors)) return status;", fn);
   }
-  std::vector<std::string> grid = emitGridExtents(k, names, out);
-  out.line("const dim3 grid{{unsigned({}), unsigned({}), unsigned({})}};", grid[0], grid[1], grid[2]);
+  std::optional<std::vector<std::string>> grid = emitGridExtents(k, names, fn, targetName, out, diags);
+  if (!grid)
+    return false;
+  out.line("const dim3 grid{{unsigned({}), unsigned({}), unsigned({})}};", (*grid)[0], (*grid)[1], (*grid)[2]);
   out.line("if (grid.x == 0 || grid.y == 0 || grid.z == 0) return TKC_OK; // nothing to do");
 
   // Tensor maps: dims of zero (an empty K) still need a valid map; no copy
@@ -235,6 +292,7 @@ void emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const st
   std::vector<std::string> args = kernelArguments(k, symbols);
   args.insert(args.end(), mapArgs.begin(), mapArgs.end());
   emitLaunch(variant, args, fn, out);
+  return true;
 }
 
 } // namespace
@@ -320,8 +378,8 @@ std::string targetSymbol(const Target &target) {
   return symbol;
 }
 
-void emitTargetLauncher(const std::string &sourceKernel, const Target &target,
-                        const std::vector<LaunchVariant> &variants, CodeWriter &out) {
+bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
+                        const std::vector<LaunchVariant> &variants, CodeWriter &out, DiagnosticEngine &diags) {
   const Kernel &first = *variants.front().kernel;
   LauncherShape shape = analyzeLauncher(variants);
   const std::vector<const Value *> &tensors = shape.tensors;
@@ -458,16 +516,17 @@ void emitTargetLauncher(const std::string &sourceKernel, const Target &target,
     const Kernel &k = *variant.kernel;
     out.open(fmt::format("if (variant == {})", v));
     if (!tensorMapsOf(k).empty()) { // sm_90a: bulk tensor copies
-      emitTensorMapLaunch(k, variant, fn, symbols, out);
+      if (!emitTensorMapLaunch(k, variant, fn, symbols, target.name, out, diags))
+        return false;
       out.close();
       continue;
     }
     // Grid from the launch block.
-    std::map<const Value *, std::string> names;
-    for (auto &arg : k.launch.args)
-      names[arg.get()] = symbols.count(arg->nameHint) ? arg->nameHint : "0LL";
-    std::vector<std::string> grid = emitGridExtents(k, names, out);
-    out.line("const dim3 grid{{unsigned({}), unsigned({}), unsigned({})}};", grid[0], grid[1], grid[2]);
+    std::map<const Value *, std::string> names = launchArgumentNames(k, symbols);
+    std::optional<std::vector<std::string>> grid = emitGridExtents(k, names, fn, target.name, out, diags);
+    if (!grid)
+      return false;
+    out.line("const dim3 grid{{unsigned({}), unsigned({}), unsigned({})}};", (*grid)[0], (*grid)[1], (*grid)[2]);
     out.line("if (grid.x == 0 || grid.y == 0 || grid.z == 0) return TKC_OK; // nothing to do");
     out.line("if (grid.y > 65535 || grid.z > 65535) return {}_fail(TKC_ERROR_SHAPE, \"grid is too large\");", fn);
     emitSharedMemoryOptIn(variant, fn, out);
@@ -476,6 +535,7 @@ void emitTargetLauncher(const std::string &sourceKernel, const Target &target,
   }
   out.line("return {}_fail(TKC_ERROR_NO_SPECIALIZATION, \"no kernel for variant %d\", variant);", fn);
   out.close();
+  return true;
 }
 
 } // namespace tkc::codegen

@@ -2,6 +2,7 @@
 #include "codegen/CodeWriter.h"
 #include "ir/IR.h"
 #include "passes/Pass.h"
+#include "support/Diagnostics.h"
 
 #include <map>
 #include <string>
@@ -62,7 +63,8 @@ bool bulkStored(const std::vector<LaunchVariant> &variants, size_t index);
 /// checks the device (architecture, where the tensors live), computes the
 /// grid and launches, returning a tkc_status code. The message buffer and
 /// `tkc_NAME_fail` come from emitLaunchers (LauncherAbi.h).
-void emitTargetLauncher(const std::string &sourceKernel, const Target &target,
-                        const std::vector<LaunchVariant> &variants, CodeWriter &out);
+/// False after reporting a launch block the host cannot compute.
+bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
+                        const std::vector<LaunchVariant> &variants, CodeWriter &out, DiagnosticEngine &diags);
 
 } // namespace tkc::codegen

@@ -1,5 +1,4 @@
 #include "codegen/KernelEmitter.h"
-#include "codegen/Expressions.h"
 #include "codegen/Identifiers.h"
 #include "support/CommentText.h"
 
@@ -72,19 +71,19 @@ std::string KernelEmitter::tensorMapName(const Value *global) {
   return it->second;
 }
 
-std::string KernelEmitter::scalar(const Value *v) {
+CExpr KernelEmitter::scalarExpr(const Value *v) {
   if (Op *def = v->definingOp) {
     if (def->kind == OpKind::Const) {
       if (v->type.dtype == DType::I1)
-        return def->intAttr("value") ? "true" : "false";
+        return CExpr::text(def->intAttr("value") ? "true" : "false");
       if (v->type.dtype == DType::I32)
-        return std::to_string(def->intAttr("value"));
-      return floatLiteral(def->floatAttr("value"));
+        return CExpr::integer(def->intAttr("value"));
+      return CExpr::floating(def->floatAttr("value"));
     }
     if (def->kind == OpKind::BlockId)
-      return fmt::format("int(blockIdx.{})", "xyz"[def->intAttr("axis") % 3]);
+      return call("int", {CExpr::text(fmt::format("blockIdx.{}", "xyz"[def->intAttr("axis") % 3]))});
   }
-  return name(v);
+  return CExpr::text(name(v));
 }
 
 bool KernelEmitter::unsupported(const Op &op, const std::string &what) {
@@ -312,7 +311,7 @@ bool KernelEmitter::emitOp(const Op &op) {
   case OpKind::AsyncLoad: {
     const Type &slot = op.operands[0]->type;
     int64_t slotBytes = slot.numElements() * dtypeBytes(slot.dtype);
-    std::string dst = fmt::format("{} + {} * {}", name(op.operands[0]), scalar(op.operands[1]), slotBytes);
+    std::string dst = (CExpr::text(name(op.operands[0])) + scalarExpr(op.operands[1]) * CExpr::integer(slotBytes)).str();
     if (copiesElementwise(op))
       emitVectorCopy(op, dst, slot, op.operands[3], 4, scalar(op.operands[2]), "int(threadIdx.x)", kernel_.warps * 32);
     else
@@ -351,18 +350,17 @@ bool KernelEmitter::emitOp(const Op &op) {
 
 /// Scalar ops become `const` locals: arithmetic is the same in every thread.
 void KernelEmitter::emitScalar(const Op &op) {
-  std::vector<std::string> args;
+  std::vector<CExpr> args;
   for (const Value *operand : op.operands)
-    args.push_back(scalar(operand));
-  bool floatMath = isFloat(op.result()->type.dtype);
-  std::optional<std::string> expr =
-      op.kind == OpKind::Cast ? fmt::format("{}({})", cType(op.result()->type.dtype), args[0])
-                              : operatorExpression(op.kind, args, floatMath, MathPrecision::Accurate);
+    args.push_back(scalarExpr(operand));
+  OperatorSpelling spelling{isFloat(op.result()->type.dtype), MathPrecision::Accurate, false};
+  std::optional<CExpr> expr = op.kind == OpKind::Cast ? call(cType(op.result()->type.dtype), args)
+                                                      : operatorExpression(op.kind, args, spelling);
   if (!expr) {
     unsupported(op, fmt::format("scalar operation `{}`", mnemonicOf(op.kind)));
     return;
   }
-  out_.line("const {} {} = {};", cType(op.result()->type.dtype), declareName(op.result()), *expr);
+  out_.line("const {} {} = {};", cType(op.result()->type.dtype), declareName(op.result()), expr->str());
 }
 
 /// Loop-carried values live in variables declared before the loop; `yield`
@@ -411,7 +409,8 @@ void KernelEmitter::emitYield(const Op &op) {
   for (size_t i = 0; i < yield.operands.size(); ++i) {
     const Value *v = yield.operands[i];
     std::string src = v->type.isScalar() ? scalar(v) : name(v);
-    if (v->ownerBlock == &body && v != body.args[0].get() && src != carried[i]) {
+    bool printedInline = v->definingOp && (v->definingOp->kind == OpKind::Const || v->definingOp->kind == OpKind::BlockId);
+    if (v->ownerBlock == &body && v != body.args[0].get() && !printedInline && src != carried[i]) {
       std::string tmp = src + "_next";
       if (v->type.isScalar())
         out_.line("const {} {} = {};", cType(v->type.dtype), tmp, src);

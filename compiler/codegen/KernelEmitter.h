@@ -1,5 +1,6 @@
 #pragma once
 #include "codegen/CodeWriter.h"
+#include "codegen/Expressions.h"
 #include "codegen/Identifiers.h"
 #include "codegen/Fragments.h"
 #include "codegen/WgmmaWrappers.h"
@@ -75,8 +76,10 @@ private:
   std::string strideName(const ir::Value *global, size_t dim);
   /// The parameter holding a global tensor's bulk-copy tensor map.
   std::string tensorMapName(const ir::Value *global);
-  /// A scalar operand as an expression; `asFloat` converts integers.
-  std::string scalar(const ir::Value *v);
+  /// A scalar operand as an expression.
+  CExpr scalarExpr(const ir::Value *v);
+  /// scalarExpr's code, bare where it may follow a binary operator.
+  std::string scalar(const ir::Value *v) { return scalarExpr(v).operand(Precedence::Unary); }
   std::string cType(ir::DType dtype) const;
   void comment(const ir::Op &op);
   bool unsupported(const ir::Op &op, const std::string &what);
@@ -92,10 +95,9 @@ private:
     const ir::Value *factors; ///< one factor per row
   };
   std::optional<RowRescale> carriedRowRescale(const ir::Op &op);
-  std::optional<std::pair<std::string, std::string>> indexRange(const ir::Value *v,
-                                                                std::vector<const ir::Value *> *leaves = nullptr);
-  std::optional<std::string> wholeTileCondition(const ir::Value *cond,
-                                                std::vector<const ir::Value *> *leaves = nullptr);
+  std::optional<std::pair<CExpr, CExpr>> indexRange(const ir::Value *v,
+                                                    std::vector<const ir::Value *> *leaves = nullptr);
+  std::optional<CExpr> wholeTileCondition(const ir::Value *cond, std::vector<const ir::Value *> *leaves = nullptr);
   void emitFill(const ir::Op &op);
   void emitIota(const ir::Op &op);
   void emitMask(const ir::Op &op);
@@ -106,7 +108,7 @@ private:
   bool emitStageToShared(const ir::Op &op);
   /// `name[x]` of a tile operand or the expression of a scalar operand,
   /// converted to float when `asFloat`.
-  std::string element(const ir::Value *v, const std::string &flat, bool asFloat);
+  CExpr element(const ir::Value *v, const std::string &flat, bool asFloat);
   void declareTile(const ir::Value *v);
 
   // EmitUnswitch.cpp
@@ -118,9 +120,9 @@ private:
   /// identities (those whose inputs are known before `from`: defined
   /// outside `body` or at an earlier `position`), collected into
   /// `identities`.
-  std::vector<std::string> maskFreeConditions(const ir::Block &body, ir::Block::OpList::const_iterator from,
-                                              const std::map<const ir::Op *, int> &position,
-                                              std::set<const ir::Op *> &identities);
+  std::vector<CExpr> maskFreeConditions(const ir::Block &body, ir::Block::OpList::const_iterator from,
+                                        const std::map<const ir::Op *, int> &position,
+                                        std::set<const ir::Op *> &identities);
   /// Masks emitted as their unmasked input (the interior-tile copy of a body).
   std::set<const ir::Op *> identityOps_;
   /// Whether the interior-tile conditions in force (a tail mask of `dim -

@@ -189,17 +189,20 @@ void emitInfo(const std::string &sourceKernel, const LauncherShape &shape, const
 
 } // namespace
 
-void emitLaunchers(const std::string &sourceKernel, const std::vector<TargetLaunch> &targets, CodeWriter &out) {
+bool emitLaunchers(const std::string &sourceKernel, const std::vector<TargetLaunch> &targets, CodeWriter &out,
+                   DiagnosticEngine &diags) {
   std::string fn = "tkc_" + sourceKernel;
   LauncherShape shape = analyzeLauncher(targets.front().variants);
   emitCommon(fn, out);
   for (const TargetLaunch &launch : targets) {
-    emitTargetLauncher(sourceKernel, *launch.target, launch.variants, out);
+    if (!emitTargetLauncher(sourceKernel, *launch.target, launch.variants, out, diags))
+      return false;
     out.blank();
   }
   emitDispatcher(fn, shape, targets, out);
   out.blank();
   emitInfo(sourceKernel, shape, targets, out);
+  return true;
 }
 
 void emitLauncherHeader(const std::string &generatedFrom, const std::string &guard,

@@ -18,7 +18,8 @@ struct TargetLaunch {
 /// (`tkc_NAME_sm80`, ...), the dispatcher `tkc_NAME` that picks one by the
 /// current device's compute capability, and `tkc_NAME_info()`. Every
 /// target's launcher takes the same arguments.
-void emitLaunchers(const std::string &sourceKernel, const std::vector<TargetLaunch> &targets, CodeWriter &out);
+bool emitLaunchers(const std::string &sourceKernel, const std::vector<TargetLaunch> &targets, CodeWriter &out,
+                   DiagnosticEngine &diags);
 
 /// Emits the C header of a generated file: the prototypes of every source
 /// kernel's launch functions and info table. `guard` names the include guard.

@@ -1,4 +1,5 @@
 #include "frontend/KernelChecker.h"
+#include "runtime/tkc_int.h"
 
 #include <fmt/format.h>
 
@@ -326,7 +327,12 @@ std::optional<int64_t> KernelChecker::evalConst(const Expr &expr) {
     auto value = evalConst(expr.operand(0));
     if (!value)
       return std::nullopt;
-    return expr.unaryOp == ast::UnaryOp::Neg ? -*value : int64_t(*value == 0);
+    int64_t result = expr.unaryOp == ast::UnaryOp::Neg ? -*value : int64_t(*value == 0);
+    if (!fitsInt32(result)) { // -(-2147483648)
+      report(expr.loc, DiagId::ConstantOverflow);
+      return std::nullopt;
+    }
+    return result;
   }
   case ExprKind::Binary: {
     auto lhs = evalConst(expr.operand(0));
@@ -352,7 +358,7 @@ std::optional<int64_t> KernelChecker::evalConst(const Expr &expr) {
         report(expr.loc, DiagId::DivisionByZero);
         return std::nullopt;
       }
-      result = expr.binaryOp == ast::BinaryOp::Div ? *lhs / *rhs : *lhs % *rhs;
+      result = expr.binaryOp == ast::BinaryOp::Div ? tkc::div(*lhs, *rhs) : tkc::rem(*lhs, *rhs);
       break;
     default: break;
     }
@@ -378,16 +384,14 @@ std::optional<int64_t> KernelChecker::evalConst(const Expr &expr) {
       if (!a || !b)
         return std::nullopt;
       if (expr.name == "min")
-        return std::min(*a, *b);
+        return tkc::min(*a, *b);
       if (expr.name == "max")
-        return std::max(*a, *b);
+        return tkc::max(*a, *b);
       if (*b == 0) {
         report(expr.loc, DiagId::DivisionByZero);
         return std::nullopt;
       }
-      // Rounds towards positive infinity for either sign.
-      int64_t q = *a / *b;
-      return (*a % *b != 0 && ((*a < 0) == (*b < 0))) ? q + 1 : q;
+      return tkc::cdiv(*a, *b);
     }
     return notConstant(expr);
   default: return notConstant(expr);

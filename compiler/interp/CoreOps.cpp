@@ -3,6 +3,7 @@
 // which reductions and contractions skip, so that a pass that masks them
 // explicitly and one that relies on zero fill give the same results.
 #include "interp/Machine.h"
+#include "runtime/tkc_int.h"
 
 #include <fmt/format.h>
 
@@ -21,16 +22,34 @@ int64_t count(const std::vector<int64_t> &shape) {
   return n;
 }
 
+/// Integer division, remainder, cdiv, min and max as tkc_int.h defines them
+/// for the GPU, on i32 operands held as doubles.
+std::optional<double> applyInt(OpKind kind, double a, double b) {
+  auto x = static_cast<int32_t>(static_cast<int64_t>(a)), y = static_cast<int32_t>(static_cast<int64_t>(b));
+  switch (kind) {
+  case OpKind::Div: return tkc::div(x, y);
+  case OpKind::Rem: return tkc::rem(x, y);
+  case OpKind::CDiv: return tkc::cdiv(x, y);
+  case OpKind::Max: return tkc::max(x, y);
+  case OpKind::Min: return tkc::min(x, y);
+  case OpKind::Abs: return tkc::abs(x);
+  default: return std::nullopt;
+  }
+}
+
 double apply(OpKind kind, double a, double b, bool isFloat) {
+  if (!isFloat)
+    if (std::optional<double> v = applyInt(kind, a, b))
+      return *v;
   switch (kind) {
   case OpKind::Add: return a + b;
   case OpKind::Sub: return a - b;
   case OpKind::Mul: return a * b;
-  case OpKind::Div: return isFloat ? a / b : (b == 0 ? 0 : std::trunc(a / b));
-  case OpKind::Rem: return isFloat ? std::fmod(a, b) : (b == 0 ? 0 : std::fmod(a, b));
-  case OpKind::Max: return std::max(a, b);
-  case OpKind::Min: return std::min(a, b);
-  case OpKind::CDiv: return b == 0 ? 0 : std::floor((a + b - 1) / b);
+  case OpKind::Div: return a / b;
+  case OpKind::Rem: return std::fmod(a, b);
+  case OpKind::Max: return std::fmax(a, b);
+  case OpKind::Min: return std::fmin(a, b);
+  case OpKind::CDiv: return std::ceil(a / b);
   case OpKind::Lt: return a < b;
   case OpKind::Le: return a <= b;
   case OpKind::Gt: return a > b;

@@ -3,10 +3,12 @@
 // elimination, repeated until nothing changes.
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
+#include "runtime/tkc_int.h"
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <set>
 
 namespace tkc {
 namespace {
@@ -26,18 +28,23 @@ int64_t wrapToI32(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>
 /// Float results are rounded to f32, as the GPU computes them.
 Attr f32Attr(double v) { return Attr(static_cast<double>(static_cast<float>(v))); }
 
+/// Division, remainder, cdiv, min and max as tkc_int.h defines them for the
+/// GPU (a divisor of zero never gets here: the folder reports it).
 std::optional<Attr> foldIntBinary(OpKind kind, int64_t a, int64_t b) {
+  auto a32 = static_cast<int32_t>(wrapToI32(a)), b32 = static_cast<int32_t>(wrapToI32(b));
   switch (kind) {
   case OpKind::Add: return Attr(wrapToI32(a + b));
   case OpKind::Sub: return Attr(wrapToI32(a - b));
   case OpKind::Mul: return Attr(wrapToI32(a * b));
-  // C++ integer division and remainder truncate toward zero, like C and CUDA.
-  case OpKind::Div: return b == 0 ? std::nullopt : std::optional<Attr>(wrapToI32(a / b));
-  case OpKind::Rem: return b == 0 ? std::nullopt : std::optional<Attr>(wrapToI32(a % b));
-  case OpKind::Max: return Attr(std::max(a, b));
-  case OpKind::Min: return Attr(std::min(a, b));
-  // Ceiling division is only folded where every rounding convention agrees.
-  case OpKind::CDiv: return a >= 0 && b > 0 ? std::optional<Attr>((a + b - 1) / b) : std::nullopt;
+  case OpKind::Div:
+  case OpKind::Rem:
+  case OpKind::CDiv:
+    if (b32 == 0)
+      return std::nullopt; // reported by reportConstantErrors
+    return Attr(int64_t(kind == OpKind::Div ? tkc::div(a32, b32) : kind == OpKind::Rem ? tkc::rem(a32, b32)
+                                                                                         : tkc::cdiv(a32, b32)));
+  case OpKind::Max: return Attr(int64_t(tkc::max(a32, b32)));
+  case OpKind::Min: return Attr(int64_t(tkc::min(a32, b32)));
   case OpKind::Lt: return Attr(int64_t(a < b));
   case OpKind::Le: return Attr(int64_t(a <= b));
   case OpKind::Gt: return Attr(int64_t(a > b));
@@ -55,8 +62,8 @@ std::optional<Attr> foldFloatBinary(OpKind kind, float a, float b) {
   case OpKind::Add: return f32Attr(a + b);
   case OpKind::Sub: return f32Attr(a - b);
   case OpKind::Mul: return f32Attr(a * b);
-  case OpKind::Div: return b == 0 ? std::nullopt : std::optional<Attr>(f32Attr(a / b));
-  case OpKind::Rem: return b == 0 ? std::nullopt : std::optional<Attr>(f32Attr(std::fmod(a, b)));
+  case OpKind::Div: return f32Attr(a / b);
+  case OpKind::Rem: return f32Attr(std::fmod(a, b));
   case OpKind::Max: return f32Attr(std::fmax(a, b));
   case OpKind::Min: return f32Attr(std::fmin(a, b));
   case OpKind::Lt: return Attr(int64_t(a < b));
@@ -270,13 +277,41 @@ private:
   UseCounts uses_;
 };
 
+/// Integer divisions by a divisor that folded to zero, and grid extents that
+/// folded to zero or less: errors in the source, whose location each
+/// specialisation reports only once.
+bool reportConstantErrors(Kernel &kernel, std::set<std::pair<unsigned, unsigned>> &reported,
+                          DiagnosticEngine &diags) {
+  bool ok = true;
+  auto report = [&](SourceLocation loc, auto id, auto &&...args) {
+    ok = false;
+    if (reported.insert({loc.file, loc.line * 4096u + loc.column}).second)
+      diags.report(loc, id, args...);
+  };
+  for (Block *block : {&kernel.launch, &kernel.body})
+    walk(*block, [&](Op &op) {
+      bool divides = op.kind == OpKind::Div || op.kind == OpKind::Rem || op.kind == OpKind::CDiv;
+      if (divides && op.operands.size() == 2 && !isFloat(op.operands[1]->type.dtype))
+        if (auto divisor = uniformConstantOf(op.operands[1]); divisor && attrAsInt(*divisor) == 0)
+          report(op.loc, DiagId::DivisorIsZero, mnemonicOf(op.kind));
+      if (op.kind == OpKind::Grid)
+        for (size_t i = 0; i < op.operands.size() && i < 3; ++i)
+          if (auto extent = constantOf(op.operands[i]); extent && attrAsInt(*extent) <= 0) {
+            const Op *def = op.operands[i]->definingOp;
+            report(def && def->loc.isValid() ? def->loc : op.loc, DiagId::NonPositiveSize,
+                   fmt::format("the grid's {} extent", "xyz"[i]), attrAsInt(*extent));
+          }
+    });
+  return ok;
+}
+
 class FoldPass : public Pass {
 public:
   const char *name() const override { return "fold"; }
   const char *description() const override {
     return "fold constants, fuse add(x, mma(a, b, 0)) into mma(a, b, x), remove dead code";
   }
-  bool run(Module &module, const Target &, DiagnosticEngine &) override {
+  bool run(Module &module, const Target &, DiagnosticEngine &diags) override {
     forEachKernelBlock(module, [](Kernel &, Block &root) {
       bool changed = true;
       while (changed) {
@@ -284,7 +319,11 @@ public:
         changed |= eliminateDeadCode(root);
       }
     });
-    return true;
+    bool ok = true;
+    std::set<std::pair<unsigned, unsigned>> reported;
+    for (auto &kernel : module.kernels)
+      ok &= reportConstantErrors(*kernel, reported, diags);
+    return ok;
   }
 };
 

@@ -66,6 +66,10 @@ static cl::opt<std::string> inputsDir("inputs", cl::desc("Read every tensor from
                                                          "instead of drawing random ones; outputs too, as their "
                                                          "starting contents"),
                                       cl::value_desc("DIR"));
+static cl::opt<std::string> saveInputsDir("save-inputs",
+                                          cl::desc("Write every tensor as drawn (or read) before the run to DIR, "
+                                                   "as --outputs does"),
+                                          cl::value_desc("DIR"));
 static cl::opt<std::string> outputsDir("outputs", cl::desc("Write every tensor after the reference run to DIR/NAME.bin, "
                                                            "with DIR/tensors.json (names, element types, sizes)"),
                                        cl::value_desc("DIR"));
@@ -138,6 +142,8 @@ std::vector<interp::Tensor> inputTensors(const ir::Kernel &kernel, const std::ma
   std::vector<interp::Tensor> tensors = makeTensors(kernel, symbols, rng, error);
   if (error.empty() && !inputsDir.empty())
     error = interp::readTensors(inputsDir, namedTensors(kernel, tensors));
+  if (error.empty() && !saveInputsDir.empty())
+    error = interp::writeTensors(saveInputsDir, kernel.name, namedTensors(kernel, tensors));
   return tensors;
 }
 

@@ -141,9 +141,15 @@ def tkc_step(args, batch, target, findings):
 
 
 def nvcc_step(args, cu, target):
-    obj = cu.with_suffix(".o")
-    return run([args.nvcc, "-std=c++17", "-I", str(REPO / "runtime"), NVCC_ARCH[target], *args.nvcc_flags.split(),
-                "-c", str(cu), "-o", str(obj)])
+    """An object file; with `args.shared_arch` (target -> nvcc flags), a
+    shared library to load and run (tools/gpu/gen_check.py)."""
+    shared = getattr(args, "shared_arch", None)
+    if shared:
+        out, kind = cu.with_suffix(".so"), ["-shared", "-Xcompiler", "-fPIC", *shared[target]]
+    else:
+        out, kind = cu.with_suffix(".o"), ["-c", NVCC_ARCH[target]]
+    return run([args.nvcc, "-std=c++17", "-I", str(REPO / "runtime"), *kind, *args.nvcc_flags.split(),
+                str(cu), "-o", str(out)])
 
 
 def kernels_in_nvcc_errors(batch, cu, log):
@@ -185,9 +191,9 @@ def compile_step(args, batch, target, findings, counts):
     return None
 
 
-def interp_step(args, batch, target, entry, run_spec, seed):
+def interp_step(args, batch, target, entry, run_spec, seed, extra=()):
     cmd = [f"{args.build}/tools/tkc-interp", str(batch.path), f"--target={target}", f"--kernel={run_spec['kernel']}",
-           f"--seed={seed}"] + [f"--size={n}={v}" for n, v in run_spec["sizes"].items()]
+           f"--seed={seed}"] + [f"--size={n}={v}" for n, v in run_spec["sizes"].items()] + list(extra)
     rc, log = run(cmd)
     return rc, " ".join(cmd) + "\n" + log
 

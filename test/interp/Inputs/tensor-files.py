@@ -34,6 +34,15 @@ def pack(kind, values):
 
 def main():
     mode, folder = sys.argv[1], Path(sys.argv[2])
+    if mode == "same":
+        names = [n for n in "XYIGC" if (folder / f"{n}.bin").read_bytes() == (Path(sys.argv[3]) / f"{n}.bin").read_bytes()]
+        print(" ".join(names), "identical")
+        return
+    if mode == "nan":
+        data = folder.read_bytes()
+        values = struct.unpack(f"<{len(data) // 4}f", data)
+        print(f"{sum(map(math.isnan, values))} of {len(values)} NaN")
+        return
     if mode == "write":
         for name, (kind, values) in inputs(int(sys.argv[3])).items():
             (folder / f"{name}.bin").write_bytes(pack(kind, values))

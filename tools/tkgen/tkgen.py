@@ -11,7 +11,7 @@ error from tkc, nvcc or tkc-interp on one is a finding.
 
   tkgen.py --seed 7 --count 50 -o gen7.tk --manifest gen7.json
   tkgen.py --seed 7 --start 12 --count 1            # kernel 12 alone
-  tkgen.py --seed 7 --avoid negint,tempnames -o x.tk
+  tkgen.py --seed 7 --avoid= -o x.tk               # every feature, known-broken ones too
   tkgen.py --list-features
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gen.program import ALL_FEATURES, FEATURES, generate_file  # noqa: E402
+from gen.program import ALL_FEATURES, FEATURES, KNOWN_BROKEN, generate_file  # noqa: E402
 from gen.kernels import SKELETONS  # noqa: E402
 
 
@@ -32,7 +32,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=1, help="kernels in the file")
     ap.add_argument("--start", type=int, default=0, help="index of the first kernel")
-    ap.add_argument("--avoid", default="", help="comma list of features to leave out (see --list-features)")
+    ap.add_argument("--avoid", default=KNOWN_BROKEN,
+                    help=f"comma list of features to leave out (see --list-features; default {KNOWN_BROKEN})")
     ap.add_argument("-o", "--output", default="-", help=".tk file to write (- for stdout)")
     ap.add_argument("--manifest", default=None, help="JSON file of the kernels' parameters and dims")
     ap.add_argument("--list-features", action="store_true")

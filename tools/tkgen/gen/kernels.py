@@ -202,7 +202,8 @@ def row_loop(k):
     k.indent += 1
     k.scope.append({"j": None})
     k.bind("j", I32)
-    assign(k, "x", f"load({x.name}[{load_start(k, 'r0')} +: {br}, j * {bc} +: {bc}])", tile(dtype, br, bc), exact=True)
+    rows = load_start(k, "r0") if k.has("carried_padding") else "r0"
+    assign(k, "x", f"load({x.name}[{rows} +: {br}, j * {bc} +: {bc}])", tile(dtype, br, bc), exact=True)
     if k.rng.random() < 0.5:
         fill = "-inf" if init == "-inf" else "0.0"
         assign(k, "xm", f"where(j * {bc} + colidx(x) < {n}, f32(x), {fill})", tile("f32", br, bc))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds tkc (installing dependencies if needed) and runs every test, in
-# three phases:
+# four phases:
 #   1. build/: the lit suite (every phase and pass, diagnostics, nvcc
 #      compile checks) and the unit tests;
 #   2. build-asan/: the same suite against a build with AddressSanitizer,

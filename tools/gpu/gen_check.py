@@ -87,7 +87,7 @@ def prepare(args, target, seed, findings, counts):
             if cu is None:
                 continue
             for i, entry in zip(b.indices, b.manifest):
-                for n, spec in enumerate(pick_runs(entry, rng, args.runs)):
+                for n, spec in enumerate(pick_runs(entry, rng, args.runs, target)):
                     folder = work / f"{entry['name']}.{n}"
                     extra = [f"--save-inputs={folder}/in", f"--outputs={folder}/ref"]
                     future = pool.submit(tkgen_run.interp_step, run_args, b, target, entry, spec, rng.randrange(10**6),

@@ -225,7 +225,7 @@ def main(argv=None):
                     if cu is None:
                         continue
                     for i, entry in zip(b.indices, b.manifest):
-                        for spec in pick_runs(entry, rng, args.runs):
+                        for spec in pick_runs(entry, rng, args.runs, target):
                             jobs.append((b, i, spec, pool.submit(interp_step, args, b, target, entry, spec, rng.randrange(1000))))
                 for b, i, spec, fut in jobs:
                     rc, log = fut.result()

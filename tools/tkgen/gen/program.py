@@ -75,14 +75,23 @@ def odd_size(rng, lo, hi):
     return v
 
 
-def pick_runs(entry, rng, count):
+def row_dims(entry):
+    """Dim names that are the last dim of a tensor of two dims or more."""
+    return {p["dims"][-1] for p in entry["params"] if len(p["dims"]) >= 2 and isinstance(p["dims"][-1], str)}
+
+
+def pick_runs(entry, rng, count, target="sm_80"):
     """`count` runs of a kernel: the specialised kernel's name, the sizes of
-    its dims and the launcher's compile-time arguments."""
+    its dims and the launcher's compile-time arguments. On sm_90a rows are
+    a multiple of 16 bytes long (8 elements), as bulk tensor copies need."""
     runs = []
+    aligned = row_dims(entry) if target == "sm_90a" else set()
     for _ in range(count):
         sizes, consts, suffix = {}, {}, ""
         for name, spec in entry["dims"].items():
             sizes[name] = rng.choice(spec[1]) if spec[0] == "set" else odd_size(rng, spec[1], spec[2])
+            if name in aligned:
+                sizes[name] = -(-sizes[name] // 8) * 8
         for name, values in entry["consts"].items():
             consts[name] = rng.choice(values)
         for name in entry["specialised"]:

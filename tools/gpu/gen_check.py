@@ -13,7 +13,8 @@ within TOL of the largest reference magnitude (i32 exactly).
 
 Each library runs in a process of its own, so that a kernel that faults
 takes only its library's later kernels with it. A failure prints the seed
-and kernel and keeps the program under WORK/failures.
+and kernel and keeps the program under WORK/failures (and, where $OUT is
+set, as on the GPU machine, copies them and summary.json to $OUT/gen_check).
 
   python3 tools/gpu/gen_check.py --build build                 # GPU machine
   python3 tools/gpu/gen_check.py --build build --prepare-only  # no GPU: all but the launches
@@ -236,6 +237,11 @@ def main(argv=None):
     args = parse_args(argv)
     if args.run_library:
         return run_library(args.run_library)
+    for tool in ("tkc", "tkc-interp"):
+        if not os.access(Path(args.build) / "tools" / tool, os.X_OK):
+            print(f"gen_check: no {args.build}/tools/{tool}: build tkc (tools/setup.sh), or bring build/tools/tkc and "
+                  "build/tools/tkc-interp from a machine that did (they need only libc)", file=sys.stderr)
+            return 2
     seed = args.seed if args.seed is not None else int(time.time()) % 100000
     args.work = args.work or str(Path(args.build) / "gen_check")
     print(f"gen_check: seed {seed}, {args.programs} programs per target, work {args.work}", flush=True)
@@ -254,6 +260,11 @@ def main(argv=None):
     summary = {k: round(v, 1) if isinstance(v, float) else v for k, v in counts.items()}
     summary.update(seed=seed, failures=len(findings.items), seconds=round(time.time() - t0, 1))
     (Path(args.work) / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    if os.environ.get("OUT"):  # the GPU machine's folder that comes back: the failures and the summary
+        keep = Path(os.environ["OUT"]) / "gen_check"
+        shutil.copytree(Path(args.work) / "failures", keep / "failures", dirs_exist_ok=True) \
+            if (Path(args.work) / "failures").is_dir() else keep.mkdir(parents=True, exist_ok=True)
+        shutil.copy(Path(args.work) / "summary.json", keep)
     print(f"gen_check summary: seed {seed}: {summary['kernels']} kernels compiled, {summary['interp']} interpreter runs, "
           f"GPU runs {summary['PASS']} passed, {summary['FAIL']} failed, {summary['SKIP']} skipped; "
           f"{len(findings.items)} failures in all ({summary['seconds']} s)")

@@ -45,7 +45,7 @@ class Coverage(unittest.TestCase):
     def test_every_skeleton_and_construct_appears(self):
         for construct in ["mma(", "^T", "[:, new]", "[new, :]", "rowsum(", "rowmax(", "rowmin(", "where(", "rowidx(",
                           "colidx(", "cdiv(", "pipelined(stages =", "atomic_add(", "if sm", "where BM =", "bf16(",
-                          "f16(", "f32(", " % ", " / ", "min(", "max(", "exp2(", "i32["]:
+                          "f16(", "f32(", " % ", " / ", "min(", "max(", "exp2(", "i32[", "t_"]:
             self.assertIn(construct, self.text, construct)
 
     def test_balanced(self):

@@ -189,7 +189,12 @@ def row_vec(k, dtype, n, depth):
 
 
 def col_vec(k, dtype, n):
+    """A vector [n] laid out like the columns of a tile: a loaded one, or a
+    column reduction (with `colreduce`)."""
     own = [v.name for v in k.vars_of(Ty("cvec", dtype, (n,)))]
+    sources = [v.name for v in k.visible() if v.ty.kind == "tile" and v.ty.dtype == dtype and v.ty.shape[1] == n]
+    if k.has("colreduce") and sources and (not own or k.rng.random() < 0.5):
+        return f"{pick(k, ['colsum', 'colmax', 'colmin'])}({pick(k, sources)})"
     if own:
         return pick(k, own)
     return None
@@ -230,8 +235,8 @@ def broadcast(k, dtype, shape, depth):
     return weighted(k, [
         (3, lambda: f"{atom(a) if op == '*' else a} {op} {atom(r)}[:, new]"),
         (1, lambda: f"max({a}, {atom(r)}[:, new])"),
-        (2 if c else 0, lambda: f"{atom(a) if op == '*' else a} {op} {c}[new, :]"),
-        (1 if c else 0, lambda: f"{atom(r)}[:, new] * {c}[new, :]"),
+        (2 if c else 0, lambda: f"{atom(a) if op == '*' else a} {op} {atom(c)}[new, :]"),
+        (1 if c else 0, lambda: f"{atom(r)}[:, new] * {atom(c)}[new, :]"),
     ])
 
 

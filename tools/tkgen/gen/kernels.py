@@ -106,7 +106,10 @@ def load_start(k, base):
     if r < 0.6:
         return base
     if r < 0.8:
-        return f"{base} + {E.int_scalar(k, 1)} % 5"
+        offset = E.int_scalar(k, 1)
+        if k.has("negint") and not k.has("negstart"):  # (negint's scalars may be negative)
+            offset = f"max({offset}, 0)"
+        return f"{base} + {offset} % 5"
     if k.has("negstart"):
         return f"{base} - {k.rng.randrange(1, 6)}"
     return f"max({base} - {k.rng.randrange(1, 6)}, 0)"

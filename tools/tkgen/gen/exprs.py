@@ -7,7 +7,7 @@ bounded ones, and float comparisons only look at exact input values (a
 comparison of computed values could flip on a last-bit difference).
 """
 
-from .types import F32, I32, Ty, tile
+from .types import I32, Ty, tile
 
 FLOAT_LITERALS = ("0.5", "0.25", "1.5", "2.0", "-1.0", "0.75", "3.0")
 

@@ -7,7 +7,7 @@ does not depend on the order the blocks run in.
 """
 
 from . import exprs as E
-from .types import F32, FLOATS, I32, Ty, tile
+from .types import FLOATS, I32, Ty, tile
 
 STAGES = (1, 2, 3, 4)
 

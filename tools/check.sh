@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds tkc (installing dependencies if needed) and runs every test, in
-# three phases:
+# four phases:
 #   1. build/: the lit suite (every phase and pass, diagnostics, nvcc
 #      compile checks) and the unit tests;
 #   2. build-asan/: the same suite against a build with AddressSanitizer,
 #      LeakSanitizer and UndefinedBehaviorSanitizer;
-#   3. each fuzzer for a short while (ASan + UBSan), when clang is installed.
+#   3. each fuzzer for a short while (ASan + UBSan), when clang is installed;
+#   4. random programs (tools/tkgen): tkc, nvcc and tkc-interp on each.
 # The last line sums both test runs: `N passed, N failed`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,6 +57,16 @@ if command -v clang++-19 >/dev/null; then
   tools/fuzz/run.sh "$TKC_FUZZ_SECONDS" || status=$?
 else
   echo "fuzz: skipped, clang++-19 is not installed"
+fi
+
+# 500 programs, each for both targets, in files of 100 kernels per nvcc run:
+# about 4 minutes on 2 cores, nvcc most of it (tools/tkgen/README.md).
+echo "== phase 4: generated programs (tools/tkgen/run.py)"
+if tools/tkgen/run.py --build build --programs "${TKGEN_PROGRAMS:-500}" --seed "${TKGEN_SEED:-1}"; then
+  :
+else
+  status=1
+  failed=$((failed + 1))
 fi
 
 echo "${passed} passed, ${failed} failed"

@@ -10,6 +10,11 @@
 // The interpreter holds every element in a double: the global tensors may
 // have at most kMaxTensorElements elements in all, and interp::Limits
 // bounds the blocks, ops and tiles of a run, each reported as an error.
+//
+// --inputs and --outputs read the tensors from files instead of drawing
+// them at random, and write the results of the lowered IR (the reference):
+// what the GPU harness compares the emitted CUDA with (TensorFiles.h).
+#include "TensorFiles.h"
 #include "frontend/Lexer.h"
 #include "frontend/Parser.h"
 #include "frontend/Sema.h"
@@ -57,6 +62,17 @@ static cl::opt<interp::Options::Interleave> interleave(
                clEnumValN(interp::Options::Interleave::Release, "release",
                           "the next role goes on after every mbarrier arrival, running as far as it can")),
     cl::init(interp::Options::Interleave::Coarse));
+static cl::opt<std::string> inputsDir("inputs", cl::desc("Read every tensor from DIR/NAME.bin (raw little-endian elements) "
+                                                         "instead of drawing random ones; outputs too, as their "
+                                                         "starting contents"),
+                                      cl::value_desc("DIR"));
+static cl::opt<std::string> saveInputsDir("save-inputs",
+                                          cl::desc("Write every tensor as drawn (or read) before the run to DIR, "
+                                                   "as --outputs does"),
+                                          cl::value_desc("DIR"));
+static cl::opt<std::string> outputsDir("outputs", cl::desc("Write every tensor after the reference run to DIR/NAME.bin, "
+                                                           "with DIR/tensors.json (names, element types, sizes)"),
+                                       cl::value_desc("DIR"));
 
 namespace {
 
@@ -107,6 +123,27 @@ std::vector<interp::Tensor> makeTensors(const ir::Kernel &kernel, const std::map
       v = arg->type.isOutput && !accumulated.count(arg.get()) ? NAN : interp::roundTo(t.dtype, normal(rng));
     tensors.push_back(std::move(t));
   }
+  return tensors;
+}
+
+/// The tensors of `kernel`'s global parameters, by name.
+std::vector<interp::NamedTensor> namedTensors(const ir::Kernel &kernel, std::vector<interp::Tensor> &tensors) {
+  std::vector<interp::NamedTensor> named;
+  for (auto &arg : kernel.body.args)
+    if (arg->type.isGlobal())
+      named.push_back({arg->nameHint, arg->type.isOutput, &tensors[named.size()]});
+  return named;
+}
+
+/// The kernel's tensors: random, or read from --inputs.
+std::vector<interp::Tensor> inputTensors(const ir::Kernel &kernel, const std::map<std::string, int64_t> &symbols,
+                                         std::string &error) {
+  std::mt19937 rng(seed);
+  std::vector<interp::Tensor> tensors = makeTensors(kernel, symbols, rng, error);
+  if (error.empty() && !inputsDir.empty())
+    error = interp::readTensors(inputsDir, namedTensors(kernel, tensors));
+  if (error.empty() && !saveInputsDir.empty())
+    error = interp::writeTensors(saveInputsDir, kernel.name, namedTensors(kernel, tensors));
   return tensors;
 }
 
@@ -176,10 +213,9 @@ int runIRFile(SourceManager &sources, uint32_t file, DiagnosticEngine &diags,
     std::fprintf(stderr, "tkc-interp: error: no kernel in the input\n");
     return 1;
   }
-  std::mt19937 rng(seed);
   std::string error;
   const ir::Kernel &first = *module->kernels.front();
-  std::vector<interp::Tensor> inputs = makeTensors(first, symbols, rng, error);
+  std::vector<interp::Tensor> inputs = inputTensors(first, symbols, error);
   if (!error.empty()) {
     std::fprintf(stderr, "tkc-interp: error: %s\n", error.c_str());
     return 1;
@@ -214,6 +250,12 @@ int runIRFile(SourceManager &sources, uint32_t file, DiagnosticEngine &diags,
     }
     if (kernel.get() == &first) {
       std::printf("%s: reference computed\n", what.c_str());
+      std::string error =
+          outputsDir.empty() ? "" : interp::writeTensors(outputsDir, kernel->name, namedTensors(*kernel, got));
+      if (!error.empty()) {
+        std::fprintf(stderr, "tkc-interp: error: %s\n", error.c_str());
+        return 1;
+      }
       reference = std::move(got);
       continue;
     }
@@ -273,9 +315,8 @@ int main(int argc, char **argv) {
     diags.report({}, DiagId::KernelNotFound, kernelName.getValue());
     return 1;
   }
-  std::mt19937 rng(seed);
   std::string error;
-  std::vector<interp::Tensor> inputs = makeTensors(*kernel, symbols, rng, error);
+  std::vector<interp::Tensor> inputs = inputTensors(*kernel, symbols, error);
   if (!error.empty()) {
     std::fprintf(stderr, "tkc-interp: error: %s\n", error.c_str());
     return 1;
@@ -289,6 +330,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::printf("lower: reference computed\n");
+  if (!outputsDir.empty()) {
+    std::string error = interp::writeTensors(outputsDir, kernel->name, namedTensors(*kernel, reference));
+    if (!error.empty()) {
+      std::fprintf(stderr, "tkc-interp: error: %s\n", error.c_str());
+      return 1;
+    }
+  }
   bool ok = true;
   for (auto &pass : createPipeline()) {
     if (!pass->run(*module, *target, diags) || !ir::verifyModule(*module, diags))

@@ -1,0 +1,347 @@
+"""Kernel skeletons: each fixes a kernel's parameters, grid and control flow
+and fills the rest with random statements and expressions (exprs.py).
+
+Every block writes its own part of each output (rows by block, columns by
+block or by loop iteration), except through atomic_add, so that the result
+does not depend on the order the blocks run in.
+"""
+
+from . import exprs as E
+from .types import FLOATS, I32, Ty, tile
+
+STAGES = (1, 2, 3, 4)
+
+
+def pick(k, xs):
+    return xs[k.rng.randrange(len(xs))]
+
+
+# --- shared pieces --------------------------------------------------------------
+
+
+def declare_dim(k, name, tile_extent, specialise=None):
+    """A dimension name run at sizes around `tile_extent` (tails included),
+    or, specialised, at each of a few multiples of it."""
+    if specialise:
+        values = sorted({tile_extent * m for m in specialise})
+        k.annotations.append(f"where {name} in {{{', '.join(map(str, values))}}}")
+        k.dims[name] = ("set", values)
+    else:
+        k.dims[name] = ("any", 1, 3 * tile_extent + 7)
+    return name
+
+
+def declare_flag(k):
+    """A compile-time parameter that is no dimension (a launcher argument)."""
+    name = f"flag{len(k.consts)}"
+    k.annotations.append(f"where {name} in {{0, 1}}")
+    k.consts[name] = [0, 1]
+    k.bind(name, I32)
+    return name
+
+
+def tile_shape(k, rows=(32, 64, 128), cols=(16, 32, 64, 128)):
+    shape = pick(k, list(rows)), pick(k, list(cols))
+    k.shapes.append(shape)
+    return shape
+
+
+def warps_for(k, shape):
+    """Warps that split a tile outside mma: each lane of a row holds 16
+    bytes of 8 elements, so a warp spans 256 / cols rows."""
+    rows, cols = shape
+    return pick(k, [w for w in (1, 2, 4, 4, 4, 8) if rows % (w * 256 // cols) == 0] or [1])
+
+
+def assign(k, name, expr, ty, exact=False):
+    k.emit(f"{name} = {expr}")
+    k.bind(name, ty, exact)
+
+
+def random_statements(k, shapes, dtype, count, depth=2):
+    """New tiles and row vectors, and reassignments of tiles in scope."""
+    for _ in range(count):
+        shape = pick(k, shapes)
+        choice = k.rng.random()
+        mine = [v for v in k.scope[-1].values() if v.ty.kind == "tile" and v.ty.dtype in FLOATS]
+        if choice < 0.25 and mine:
+            v = pick(k, mine)
+            assign(k, v.name, E.tile_expr(k, v.ty.dtype, v.ty.shape, depth), v.ty)
+        elif choice < 0.45:
+            assign(k, k.fresh("r"), E.row_vec(k, dtype, shape[0], depth), Ty("rvec", dtype, (shape[0],)))
+        else:
+            dt = dtype if k.rng.random() < 0.7 else pick(k, list(FLOATS))
+            assign(k, k.fresh("t"), E.tile_expr(k, dt, shape, depth), tile(dt, *shape))
+
+
+def assign_in_if(k, name, make_expr, ty):
+    """Assigns `name` in both branches of an `if` on a compile-time
+    condition (the target, `sm`, or a flag), from expressions of each."""
+    flags = [n for n in k.consts]
+    cond = pick(k, ["sm >= 90", "sm < 90"] + [f"{f} == 1" for f in flags])
+    k.emit(f"if {cond} {{")
+    k.indent += 1
+    k.emit(f"{name} = {make_expr()}")
+    k.indent -= 1
+    k.emit("} else {")
+    k.indent += 1
+    k.emit(f"{name} = {make_expr()}")
+    k.indent -= 1
+    k.emit("}")
+    k.bind(name, ty)
+
+
+def col_start(k, dim, extent):
+    """A column start the same for every block: a literal or a function of
+    the sizes (negative, with `negstart`)."""
+    options = ["0", str(k.rng.randrange(0, 9)), f"{dim} / {k.rng.randrange(2, 5)}"]
+    if k.has("negstart"):
+        options.append(f"{dim} - {extent + k.rng.randrange(0, 5)}")
+    return pick(k, options)
+
+
+def load_start(k, base):
+    """A load's start: `base` plus a small run-time offset, at times."""
+    r = k.rng.random()
+    if r < 0.6:
+        return base
+    if r < 0.8:
+        offset = E.int_scalar(k, 1)
+        if k.has("negint") and not k.has("negstart"):  # (negint's scalars may be negative)
+            offset = f"max({offset}, 0)"
+        return f"{base} + {offset} % 5"
+    if k.has("negstart"):
+        return f"{base} - {k.rng.randrange(1, 6)}"
+    return f"max({base} - {k.rng.randrange(1, 6)}, 0)"
+
+
+def store_tile(k, out_dtype, rows, cols, shape, body_dtype):
+    """The value stored into an out tensor of `out_dtype`."""
+    if out_dtype == "i32":
+        return E.index_tile(k, shape, 2)
+    expr = E.tile_expr(k, body_dtype, shape, 3)
+    return expr if out_dtype == body_dtype else f"{out_dtype}({expr})"
+
+
+def store_rows(k, grid_2d, r0, br, dtype):
+    """A row vector stored (1-d grid) or added (2-d grid: the column blocks
+    of a row all add to it) into an f32 [M] output."""
+    z = k.param("Z", "f32", ["M"], out=True)
+    v = E.row_vec(k, dtype, br, 2)
+    v = v if dtype == "f32" else f"f32({v})"
+    verb = "atomic_add" if grid_2d or k.rng.random() < 0.2 else "store"
+    k.emit(f"{verb}({z.name}[{r0} +: {br}], {v})")
+
+
+# --- skeletons -----------------------------------------------------------------
+
+
+def elementwise(k):
+    """Rows (and columns) of tiles by block: maps, casts, masks, broadcasts
+    and reductions, no loop."""
+    dtype = pick(k, list(FLOATS))
+    br, bc = tile_shape(k)
+    declare_dim(k, "M", br)
+    ncols = pick(k, ["N", "static", "special"])
+    if ncols == "static":
+        n = bc * k.rng.randrange(1, 3)
+    else:
+        n = declare_dim(k, "N", bc, specialise=(1, 2) if ncols == "special" else None)
+    if k.rng.random() < 0.3:
+        declare_flag(k)
+    grid_2d = k.rng.random() < 0.5
+    warps = warps_for(k, (br, bc))
+    x = k.param("X", dtype, ["M", n])
+    side = k.param("W", pick(k, list(FLOATS)), [n]) if k.rng.random() < 0.4 else None
+    if grid_2d:
+        k.annotations.append(f"grid(cdiv({n}, {bc}), cdiv(M, {br})) warps({warps})")
+        r0, c0 = "block.y", "block.x"
+        assign(k, "r0", f"block.y * {br}", I32)
+        assign(k, "c0", f"block.x * {bc}", I32)
+    else:
+        k.annotations.append(f"grid(cdiv(M, {br})) warps({warps})")
+        assign(k, "r0", f"block.x * {br}", I32)
+        assign(k, "c0", col_start(k, n, bc), I32)
+    assign(k, "x", f"load({x.name}[{load_start(k, 'r0')} +: {br}, {load_start(k, 'c0')} +: {bc}])",
+           tile(dtype, br, bc), exact=True)
+    if side is not None:
+        assign(k, "w", f"load({side.name}[{load_start(k, 'c0')} +: {bc}])", Ty("cvec", side.dtype, (bc,)))
+        if side.dtype != dtype:
+            assign(k, "wc", f"{dtype}(w)", Ty("cvec", dtype, (bc,)))
+    if dtype != "f32" and k.rng.random() < 0.5:
+        assign(k, "xf", "f32(x)", tile("f32", br, bc), exact=True)
+    if k.rng.random() < 0.3:
+        assign_in_if(k, "y", lambda: E.tile_expr(k, dtype, (br, bc), 2), tile(dtype, br, bc))
+    random_statements(k, [(br, bc)], dtype, k.rng.randrange(1, 5))
+    out_dtype = pick(k, list(FLOATS) + ["i32"])
+    y = k.param("Y", out_dtype, ["M", n], out=True)
+    k.emit(f"store({y.name}[r0 +: {br}, c0 +: {bc}], {store_tile(k, out_dtype, br, bc, (br, bc), dtype)})")
+    if k.rng.random() < 0.5:
+        store_rows(k, grid_2d, "r0", br, dtype)
+
+
+def row_loop(k):
+    """A loop over the column tiles of a block's rows, carrying tile and row
+    vector accumulators, with masks for the tail."""
+    dtype = pick(k, list(FLOATS))
+    br, bc = tile_shape(k)
+    declare_dim(k, "M", br)
+    n = declare_dim(k, "N", bc)
+    if k.rng.random() < 0.3:
+        declare_flag(k)
+    warps = warps_for(k, (br, bc))
+    x = k.param("X", dtype, ["M", n])
+    k.annotations.append(f"grid(cdiv(M, {br})) warps({warps})")
+    assign(k, "r0", f"block.x * {br}", I32)
+    assign(k, "acc", "zeros(f32[%d, %d])" % (br, bc), tile("f32", br, bc))
+    init = pick(k, ["-inf", "0.0", "-1000.0"])
+    assign(k, "m", f"fill(f32[{br}], {init})", Ty("rvec", "f32", (br,)))
+    hint = ""
+    if k.rng.random() < 0.6:
+        hint = " pipelined" + (f"(stages = {pick(k, STAGES)})" if k.rng.random() < 0.7 else "")
+    lo = pick(k, ["0", "0", "1", "flag0" if k.consts else "0"])
+    y = k.param("Y", pick(k, list(FLOATS)), ["M", n], out=True) if k.rng.random() < 0.5 else None
+    k.emit(f"for j in {lo} .. cdiv({n}, {bc}){hint} {{")
+    k.indent += 1
+    k.scope.append({"j": None})
+    k.bind("j", I32)
+    rows = load_start(k, "r0") if k.has("carried_padding") else "r0"
+    assign(k, "x", f"load({x.name}[{rows} +: {br}, j * {bc} +: {bc}])", tile(dtype, br, bc), exact=True)
+    if k.rng.random() < 0.5:
+        fill = "-inf" if init == "-inf" else "0.0"
+        assign(k, "xm", f"where(j * {bc} + colidx(x) < {n}, f32(x), {fill})", tile("f32", br, bc))
+    random_statements(k, [(br, bc)], dtype, k.rng.randrange(0, 3))
+    k.emit(f"acc = acc * {pick(k, E.FLOAT_LITERALS)} + {E.tile_expr(k, 'f32', (br, bc), 2)}")
+    red = pick(k, ["rowmax", "rowmin", "rowsum"])
+    src = "xm" if k.lookup("xm") else E.tile_expr(k, "f32", (br, bc), 1)
+    k.emit(f"m = max(m, {red}({src}))" if red != "rowsum" else f"m = m + rowsum({src})")
+    if y is not None:
+        k.emit(f"store({y.name}[r0 +: {br}, j * {bc} +: {bc}], {store_tile(k, y.dtype, br, bc, (br, bc), dtype)})")
+    k.scope.pop()
+    k.indent -= 1
+    k.emit("}")
+    z = k.param("Z", "f32", ["M"], out=True)
+    k.emit(f"store({z.name}[r0 +: {br}], m + rowsum(acc) * 0.125)")
+    if k.rng.random() < 0.5 or y is None:
+        y2 = k.param("Y", pick(k, list(FLOATS)), ["M", bc], out=True)
+        k.emit(f"store({y2.name}[r0 +: {br}, :], {store_tile(k, y2.dtype, br, bc, (br, bc), 'f32')})")
+
+
+def gemm(k):
+    """A pipelined loop of products into an accumulator, operands possibly
+    transposed or computed, then a random epilogue."""
+    half = pick(k, ["bf16", "f16"])
+    # Four warps; a tile of the epilogue that is no accumulator (a constant)
+    # takes the strip layout, whose warps span 1024 / bn rows.
+    bm, bn = pick(k, [(128, 32), (64, 64), (128, 64), (64, 128), (128, 128)])
+    bk = pick(k, [16, 32, 64])
+    k.has_mma = True
+    declare_dim(k, "M", bm)
+    if bn >= 64 and k.rng.random() < 0.3:
+        # Rows per target: the tiles of the epilogue are BM rows on both.
+        k.annotations.append(f"where BM = where(sm >= 90, {bm}, 64)")
+        bm = bm_name = "BM"
+    else:
+        bm_name = str(bm)
+    k.shapes.append((bm, bn))
+    declare_dim(k, "N", bn)
+    declare_dim(k, "K", bk)
+    ta, tb = k.rng.random() < 0.3, k.rng.random() < 0.4
+    a = k.param("A", half, ["K", "M"] if ta else ["M", "K"])
+    b = k.param("B", half, ["N", "K"] if tb else ["K", "N"])
+    k.annotations.append(f"grid(cdiv(N, {bn}), cdiv(M, {bm_name})) warps(4)")
+    assign(k, "row", f"block.y * {bm_name}", I32)
+    assign(k, "col", f"block.x * {bn}", I32)
+    assign(k, "acc", f"zeros(f32[{bm_name}, {bn}])", tile("f32", bm, bn))
+    stages = pick(k, STAGES)
+    k.emit(f"for k in 0 .. cdiv(K, {bk}) pipelined(stages = {stages}) {{")
+    k.indent += 1
+    k.scope.append({})
+    k.bind("k", I32)
+    a_slice = f"k * {bk} +: {bk}, row +: {bm_name}" if ta else f"row +: {bm_name}, k * {bk} +: {bk}"
+    b_slice = f"col +: {bn}, k * {bk} +: {bk}" if tb else f"k * {bk} +: {bk}, col +: {bn}"
+    k.emit(f"a = load({a.name}[{a_slice}])")
+    k.emit(f"b = load({b.name}[{b_slice}])")
+    if k.rng.random() < 0.2:
+        k.emit(f"a = {half}(f32(a) * {pick(k, ['0.5', '2.0', '-1.0'])})")
+    k.emit(f"acc = mma(a{'^T' if ta else ''}, b{'^T' if tb else ''}, acc)")
+    k.scope.pop()
+    k.indent -= 1
+    k.emit("}")
+    epilogue(k, "acc", bm, bn, bm_name)
+
+
+def epilogue(k, acc, bm, bn, bm_name):
+    """Maps and reductions of an accumulator, stored by block."""
+    if k.rng.random() < 0.5:
+        assign(k, "e", f"{acc} {pick(k, ['+', '-', '*'])} {E.atom(E.tile_expr(k, 'f32', (bm, bn), 2))}",
+               tile("f32", bm, bn))
+    out = pick(k, ["bf16", "f16", "f32"])
+    c = k.param("C", out, ["M", "N"], out=True)
+    value = E.tile_expr(k, "f32", (bm, bn), 2) if k.rng.random() < 0.5 else acc
+    k.emit(f"store({c.name}[row +: {bm_name}, col +: {bn}], {value if out == 'f32' else f'{out}({value})'})")
+    if k.rng.random() < 0.3:
+        z = k.param("Z", "f32", ["M"], out=True)
+        k.emit(f"atomic_add({z.name}[row +: {bm_name}], {E.row_vec(k, 'f32', bm, 1)})")
+
+
+def attention(k):
+    """Two products per iteration with an online row maximum and sum between
+    them, under a tail (and optionally a causal) mask."""
+    half = pick(k, ["bf16", "f16"])
+    bm, bn = pick(k, [64, 128]), pick(k, [32, 64, 128])
+    d = pick(k, [32, 64])
+    k.has_mma = True
+    k.shapes.append((bm, bn))
+    declare_dim(k, "M", bm)
+    declare_dim(k, "N", bn)
+    if k.rng.random() < 0.5:
+        dim_d = declare_dim(k, "D", 32, specialise=(1, 2))
+        dim_d_static = False
+    else:
+        dim_d, dim_d_static = d, True
+    causal = declare_flag(k) if k.rng.random() < 0.5 else None
+    q = k.param("Q", half, ["M", dim_d])
+    kk = k.param("K", half, ["N", dim_d])
+    v = k.param("V", half, ["N", dim_d])
+    k.annotations.append(f"grid(cdiv(M, {bm})) warps(4)")
+    # `:` takes the whole of D, static either way.
+    cols = ":"
+    assign(k, "q0", f"block.x * {bm}", I32)
+    k.emit(f"q = load({q.name}[q0 +: {bm}, :])")
+    k.emit(f"m = fill(f32[{bm}], -inf)")
+    k.emit(f"l = zeros(f32[{bm}])")
+    dd = d if dim_d_static else "D"
+    k.emit(f"acc = zeros(f32[{bm}, {dd}])")
+    scale = pick(k, ["0.125", "rsqrt(%s) * 1.4426950408889634" % (dd,), "1.0"])
+    stages = pick(k, (1, 2, 3))
+    k.emit(f"for j in 0 .. cdiv(N, {bn}) pipelined(stages = {stages}) {{")
+    k.indent += 1
+    k.emit(f"kt = load({kk.name}[j * {bn} +: {bn}, {cols}])")
+    k.emit(f"vt = load({v.name}[j * {bn} +: {bn}, {cols}])")
+    k.emit("s = mma(q, kt^T)")
+    keep = f"j * {bn} + colidx(s) < N"
+    if causal:
+        keep += f" && ({causal} == 0 || q0 + rowidx(s) >= j * {bn} + colidx(s))"
+    k.emit(f"s = where({keep}, s * {scale}, -inf)")
+    k.emit("m_new = max(m, rowmax(s))")
+    k.emit("p = exp2(s - m_new[:, new])")
+    k.emit("corr = exp2(m - m_new)")
+    k.emit("l = l * corr + rowsum(p)")
+    k.emit(f"acc = acc * corr[:, new] + mma({half}(p), vt)")
+    k.emit("m = m_new")
+    k.indent -= 1
+    k.emit("}")
+    o = k.param("O", half, ["M", dim_d], out=True)
+    k.emit(f"store({o.name}[q0 +: {bm}, {cols}], {half}(acc / l[:, new]))")
+    if k.rng.random() < 0.5:
+        lse = k.param("L", "f32", ["M"], out=True)
+        k.emit(f"store({lse.name}[q0 +: {bm}], m + log2(l))")
+
+
+SKELETONS = {
+    "elementwise": (elementwise, 4),
+    "row_loop": (row_loop, 3),
+    "gemm": (gemm, 2),
+    "attention": (attention, 1),
+}

@@ -351,7 +351,7 @@ private:
       Value *index = builder.value(OpKind::Iota, {}, value->type.withDType(DType::I32), {{"axis", Attr(axis)}});
       Value *position = builder.value(OpKind::Add, {index, offset}, index->type);
       Value *inside = builder.value(OpKind::Ge, {position, builder.constInt(0)}, index->type.withDType(DType::I1));
-      result = builder.value(OpKind::Select, {inside, result, builder.constFloat(fill)}, value->type);
+      result = builder.value(OpKind::Select, {inside, result, builder.constFloat(fill, value->type.dtype)}, value->type);
     }
     masks_[key] = result;
     return result;

@@ -29,6 +29,31 @@ void warnRegisterPressure(const Kernel &kernel, DiagnosticEngine &diags,
                peak.registers, kMaxThreadRegisters, tile->nameHint.empty() ? "a tile" : tile->nameHint,
                threadRegisters(peak.largest->type));
 }
+
+/// Two source kernels whose generated names meet (kernels `k` and `k_error`:
+/// `tkc_k_error` is both k's error function and k_error's launcher) would
+/// give a file that does not compile, or links the wrong function: the
+/// later kernel is reported, naming the earlier.
+bool checkFileScopeNames(const std::vector<std::string> &order,
+                         const std::map<std::string, std::vector<TargetLaunch>> &launchers, DiagnosticEngine &diags) {
+  std::map<std::string, std::string> owner; // generated name -> source kernel
+  for (const std::string &source : order) {
+    const std::vector<TargetLaunch> &targets = launchers.at(source);
+    std::vector<std::string> names = launcherSymbols(source, targets);
+    for (const TargetLaunch &launch : targets)
+      for (const LaunchVariant &variant : launch.variants)
+        names.push_back(variant.functionName);
+    for (const std::string &name : names) {
+      auto [it, inserted] = owner.emplace(name, source);
+      if (!inserted && it->second != source) {
+        diags.report(targets.front().variants.front().kernel->loc, DiagId::GeneratedNameClash, source, name,
+                     it->second);
+        return false;
+      }
+    }
+  }
+  return true;
+}
 } // namespace
 
 bool emitCuda(const std::vector<TargetModule> &modules, const std::string &sourceName, std::string &out,
@@ -90,6 +115,8 @@ bool emitCuda(const std::vector<TargetModule> &modules, const std::string &sourc
       }
     }
   }
+  if (!checkFileScopeNames(launcherOrder, launchers, diags))
+    return false;
   // Every target compiles the same source kernels, whose tensors, `where`
   // sets and constants do not depend on the target: one dispatcher calls
   // each target's launcher with the same arguments.

@@ -209,13 +209,13 @@ std::vector<std::string> kernelArguments(const Kernel &k, const std::map<std::st
   std::vector<std::string> args;
   for (auto &arg : k.body.args) {
     if (arg->type.isGlobal()) {
-      const std::string &n = arg->nameHint;
+      std::string n = sourceIdentifier(arg->nameHint);
       args.push_back(fmt::format("static_cast<{}{} *>({}->data)", arg->type.isOutput ? "" : "const ",
                                  elementCType(arg->type.dtype), n));
       for (size_t d = 0; d + 1 < arg->type.dims.size(); ++d)
         args.push_back(fmt::format("{}->strides[{}]", n, d));
     } else if (symbols.count(arg->nameHint)) {
-      args.push_back(fmt::format("int({})", arg->nameHint));
+      args.push_back(fmt::format("int({})", sourceIdentifier(arg->nameHint)));
     } else {
       int64_t value = 0;
       for (auto &[p, v] : k.specialization)
@@ -252,7 +252,7 @@ std::map<const Value *, std::string> launchArgumentNames(const Kernel &k,
 /// arguments. Emitted inside the specialisation's `if`.
 bool emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const std::string &fn,
                          const std::map<std::string, DimPosition> &symbols, const std::string &targetName,
-                         CodeWriter &out, DiagnosticEngine &diags) {
+                         NameTable &locals, CodeWriter &out, DiagnosticEngine &diags) {
   std::map<const Value *, std::string> names = launchArgumentNames(k, symbols);
   bool needsSms = std::any_of(k.launch.ops.begin(), k.launch.ops.end(),
                               [](const std::unique_ptr<Op> &op) { return op->kind == OpKind::NumSms; });
@@ -270,23 +270,25 @@ bool emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const st
   // reads it then.
   std::vector<std::string> mapArgs;
   for (const TensorMapUse &use : tensorMapsOf(k)) {
-    const std::string &n = use.global->nameHint;
+    std::string n = sourceIdentifier(use.global->nameHint);
+    std::string map = locals.fresh(n + "_tmap");
     DType dtype = use.global->type.dtype;
     const char *type = dtype == DType::BF16  ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
                        : dtype == DType::F32 ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"
                                              : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
     int bytes = dtypeBytes(dtype);
-    out.line("CUtensorMap {}_tmap;", n);
+    out.line("CUtensorMap {};", map);
     size_t rank = use.global->type.dims.size();
     if (rank == 2)
-      out.line("if (tkc_make_tensor_map_2d(&{0}_tmap, {0}->data, {1}, std::max<int64_t>({0}->sizes[0], 1), "
+      out.line("if (tkc_make_tensor_map_2d(&{5}, {0}->data, {1}, std::max<int64_t>({0}->sizes[0], 1), "
                "std::max<int64_t>({0}->sizes[1], 1), std::max<int64_t>({0}->strides[0], 1) * {2}, {3}, {4}) != 0)",
-               n, type, bytes, use.boxRows, use.boxCols);
+               n, type, bytes, use.boxRows, use.boxCols, map);
     else
-      out.line("if (tkc_make_tensor_map(&{0}_tmap, {0}->data, {1}, {2}, {0}->sizes, {0}->strides, {3}, {4}, {5}) != 0)",
-               n, type, rank, bytes, use.boxRows, use.boxCols);
-    out.line("  return {}_fail(TKC_ERROR_LAUNCH, \"could not encode the tensor map of {}\");", fn, n);
-    mapArgs.push_back(n + "_tmap");
+      out.line("if (tkc_make_tensor_map(&{6}, {0}->data, {1}, {2}, {0}->sizes, {0}->strides, {3}, {4}, {5}) != 0)",
+               n, type, rank, bytes, use.boxRows, use.boxCols, map);
+    out.line("  return {}_fail(TKC_ERROR_LAUNCH, \"could not encode the tensor map of {}\");", fn,
+             use.global->nameHint);
+    mapArgs.push_back(map);
   }
   emitSharedMemoryOptIn(variant, fn, out);
   std::vector<std::string> args = kernelArguments(k, symbols);
@@ -355,18 +357,18 @@ LauncherShape analyzeLauncher(const std::vector<LaunchVariant> &variants) {
 std::string launcherParameters(const LauncherShape &shape) {
   std::string signature;
   for (auto *t : shape.tensors)
-    signature += fmt::format("const tkc_tensor *{}, ", t->nameHint);
+    signature += fmt::format("const tkc_tensor *{}, ", sourceIdentifier(t->nameHint));
   for (auto &c : shape.constants)
-    signature += fmt::format("int64_t {}, ", c);
+    signature += fmt::format("int64_t {}, ", sourceIdentifier(c));
   return signature + "void *stream";
 }
 
 std::string launcherArguments(const LauncherShape &shape) {
   std::string arguments;
   for (auto *t : shape.tensors)
-    arguments += t->nameHint + ", ";
+    arguments += sourceIdentifier(t->nameHint) + ", ";
   for (auto &c : shape.constants)
-    arguments += c + ", ";
+    arguments += sourceIdentifier(c) + ", ";
   return arguments + "stream";
 }
 
@@ -391,52 +393,63 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
   out.line("{}_message[0] = 0;", fn);
   // Structural checks first: they read only the descriptors, so they answer
   // the same with or without a GPU.
+  // Source names are printed as their C++ spelling in code (`n`) and as
+  // written in messages (`shown`).
+  NameTable locals;
+  for (auto *t : tensors)
+    locals.reserve(sourceIdentifier(t->nameHint));
+  for (auto &s : shape.symbolOrder)
+    locals.reserve(sourceIdentifier(s));
+  for (auto &c : shape.constants)
+    locals.reserve(sourceIdentifier(c));
   size_t tensorIndex = 0;
   for (auto *t : tensors) {
-    const std::string &n = t->nameHint;
+    std::string n = sourceIdentifier(t->nameHint);
+    const std::string &shown = t->nameHint;
     size_t rank = t->type.dims.size();
     bool rowsWrittenWhole = bulkStored(variants, tensorIndex);
     int alignBytes = accessAlignment(variants, tensorIndex++);
     int align = alignBytes / dtypeBytes(t->type.dtype);
     DLType dl = dlType(t->type.dtype);
-    out.line("if (!{0}) return {1}_fail(TKC_ERROR_NULL_POINTER, \"{0} is null\");", n, fn);
+    out.line("if (!{0}) return {1}_fail(TKC_ERROR_NULL_POINTER, \"{2} is null\");", n, fn, shown);
     out.line("if ({0}->struct_size != sizeof(tkc_tensor) || {0}->abi_version != TKC_ABI_VERSION) return {1}_fail("
-             "TKC_ERROR_ABI, \"{0} is a tkc_tensor of %u bytes and ABI version %u; this launcher takes %u bytes and "
+             "TKC_ERROR_ABI, \"{2} is a tkc_tensor of %u bytes and ABI version %u; this launcher takes %u bytes and "
              "version %u\", (unsigned){0}->struct_size, (unsigned){0}->abi_version, (unsigned)sizeof(tkc_tensor), "
              "(unsigned)TKC_ABI_VERSION);",
-             n, fn);
+             n, fn, shown);
     out.line("if ({0}->dtype.code != {2} || {0}->dtype.bits != {3} || {0}->dtype.lanes != 1) return {1}_fail("
-             "TKC_ERROR_DTYPE, \"{0} must be {4}, not %s\", tkc::host::dtype_name({0}->dtype));",
-             n, fn, dl.code, dl.bits, dtypeName(t->type.dtype));
-    out.line("if (!{0}->data) return {1}_fail(TKC_ERROR_NULL_POINTER, \"{0}'s data is null\");", n, fn);
-    out.line("if ({0}->rank != {2}) return {1}_fail(TKC_ERROR_SHAPE, \"{0} must have rank {2}, not %d\", (int){0}->rank);",
-             n, fn, rank);
-    out.line("if ({0}->strides[{2}] != 1) return {1}_fail(TKC_ERROR_STRIDE, \"{0} must have unit stride in its last dim\");",
-             n, fn, rank - 1);
-    out.line("if (reinterpret_cast<uintptr_t>({0}->data) % {2}) return {1}_fail(TKC_ERROR_ALIGNMENT, \"{0} must be "
+             "TKC_ERROR_DTYPE, \"{5} must be {4}, not %s\", tkc::host::dtype_name({0}->dtype));",
+             n, fn, dl.code, dl.bits, dtypeName(t->type.dtype), shown);
+    out.line("if (!{0}->data) return {1}_fail(TKC_ERROR_NULL_POINTER, \"{2}'s data is null\");", n, fn, shown);
+    out.line("if ({0}->rank != {2}) return {1}_fail(TKC_ERROR_SHAPE, \"{3} must have rank {2}, not %d\", (int){0}->rank);",
+             n, fn, rank, shown);
+    out.line("if ({0}->strides[{2}] != 1) return {1}_fail(TKC_ERROR_STRIDE, \"{3} must have unit stride in its last dim\");",
+             n, fn, rank - 1, shown);
+    out.line("if (reinterpret_cast<uintptr_t>({0}->data) % {2}) return {1}_fail(TKC_ERROR_ALIGNMENT, \"{3} must be "
              "{2}-byte aligned\");",
-             n, fn, alignBytes);
+             n, fn, alignBytes, shown);
     for (size_t d = 0; d + 1 < rank; ++d)
       if (align > 1)
         out.line("if ({0}->strides[{2}] < 0 || {0}->strides[{2}] % {3}) return {1}_fail(TKC_ERROR_ALIGNMENT, "
-                 "\"{0}.strides[{2}] must be a non-negative multiple of {3}\");",
-                 n, fn, d, align);
+                 "\"{4}.strides[{2}] must be a non-negative multiple of {3}\");",
+                 n, fn, d, align, shown);
       else
-        out.line("if ({0}->strides[{2}] < 0) return {1}_fail(TKC_ERROR_STRIDE, \"{0}.strides[{2}] must be "
+        out.line("if ({0}->strides[{2}] < 0) return {1}_fail(TKC_ERROR_STRIDE, \"{3}.strides[{2}] must be "
                  "non-negative\");",
-                 n, fn, d);
+                 n, fn, d, shown);
     for (size_t d = 0; d < rank; ++d)
       out.line("if ({0}->sizes[{2}] < 0 || {0}->sizes[{2}] > 0x7fffffff) return {1}_fail(TKC_ERROR_SHAPE, "
-               "\"{0}.sizes[{2}] is out of range\");",
-               n, fn, d);
+               "\"{3}.sizes[{2}] is out of range\");",
+               n, fn, d, shown);
     if (rowsWrittenWhole && rank > 1)
-      out.line("if ({0}->sizes[{2}] % {3}) return {1}_fail(TKC_ERROR_ALIGNMENT, \"{0}'s rows must be a multiple of 16 "
+      out.line("if ({0}->sizes[{2}] % {3}) return {1}_fail(TKC_ERROR_ALIGNMENT, \"{4}'s rows must be a multiple of 16 "
                "bytes long ({3} elements): bulk tensor stores write them in 16-byte pieces\");",
-               n, fn, rank - 1, 16 / dtypeBytes(t->type.dtype));
+               n, fn, rank - 1, 16 / dtypeBytes(t->type.dtype), shown);
   }
   for (auto &s : shape.symbolOrder) {
     DimPosition p = symbols.at(s);
-    out.line("const long long {} = {}->sizes[{}];", s, tensors[p.tensor]->nameHint, p.dim);
+    out.line("const long long {} = {}->sizes[{}];", sourceIdentifier(s), sourceIdentifier(tensors[p.tensor]->nameHint),
+             p.dim);
   }
   // Every other mention of a symbol must agree with its first.
   for (size_t t = 0; t < tensors.size(); ++t)
@@ -444,18 +457,20 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
       const Dim &dim = first.body.args[t]->type.dims[d];
       if (dim.isStatic() || (symbols.at(dim.symbol).tensor == t && symbols.at(dim.symbol).dim == d))
         continue;
-      out.line("if ({0}->sizes[{1}] != {2}) return {3}_fail(TKC_ERROR_SHAPE, \"{0}.sizes[{1}] is %lld but {2} is %lld\", "
+      out.line("if ({0}->sizes[{1}] != {2}) return {3}_fail(TKC_ERROR_SHAPE, \"{4}.sizes[{1}] is %lld but {5} is %lld\", "
                "(long long){0}->sizes[{1}], {2});",
-               tensors[t]->nameHint, d, dim.symbol, fn);
+               sourceIdentifier(tensors[t]->nameHint), d, sourceIdentifier(dim.symbol), fn, tensors[t]->nameHint,
+               dim.symbol);
     }
   // A compile-time dim must agree wherever it appears before it picks a
   // specialisation.
   for (auto &[param, positions] : shape.parameterDims)
     for (size_t i = 1; i < positions.size(); ++i) {
-      const std::string &t0 = tensors[positions[0].tensor]->nameHint, &ti = tensors[positions[i].tensor]->nameHint;
-      out.line("if ({0}->sizes[{1}] != {2}->sizes[{3}]) return {4}_fail(TKC_ERROR_SHAPE, \"{0}.sizes[{1}] is %lld but "
-               "{2}.sizes[{3}] is %lld; both are {5}\", (long long){0}->sizes[{1}], (long long){2}->sizes[{3}]);",
-               ti, positions[i].dim, t0, positions[0].dim, fn, param);
+      const Value *firstTensor = tensors[positions[0].tensor], *otherTensor = tensors[positions[i].tensor];
+      out.line("if ({0}->sizes[{1}] != {2}->sizes[{3}]) return {4}_fail(TKC_ERROR_SHAPE, \"{6}.sizes[{1}] is %lld but "
+               "{7}.sizes[{3}] is %lld; both are {5}\", (long long){0}->sizes[{1}], (long long){2}->sizes[{3}]);",
+               sourceIdentifier(otherTensor->nameHint), positions[i].dim, sourceIdentifier(firstTensor->nameHint),
+               positions[0].dim, fn, param, otherTensor->nameHint, firstTensor->nameHint);
     }
 
   // The specialisation: the first whose static dims and constants match.
@@ -467,11 +482,11 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
       for (size_t d = 0; d < k.body.args[t]->type.dims.size(); ++d) {
         const Dim &dim = k.body.args[t]->type.dims[d];
         if (dim.isStatic())
-          conditions.push_back(fmt::format("{}->sizes[{}] == {}", tensors[t]->nameHint, d, dim.size));
+          conditions.push_back(fmt::format("{}->sizes[{}] == {}", sourceIdentifier(tensors[t]->nameHint), d, dim.size));
       }
     for (auto &[param, value] : k.specialization)
       if (!shape.parameterDims.count(param))
-        conditions.push_back(fmt::format("{} == {}", param, value));
+        conditions.push_back(fmt::format("{} == {}", sourceIdentifier(param), value));
     std::string condition;
     for (size_t i = 0; i < conditions.size(); ++i)
       condition += (i ? " && " : "") + conditions[i];
@@ -486,9 +501,10 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
     values += fmt::format("{}{} = %lld", values.empty() ? "" : ", ", param);
     auto it = shape.parameterDims.find(param);
     if (it != shape.parameterDims.end())
-      valueArgs += fmt::format(", (long long){}->sizes[{}]", tensors[it->second[0].tensor]->nameHint, it->second[0].dim);
+      valueArgs += fmt::format(", (long long){}->sizes[{}]", sourceIdentifier(tensors[it->second[0].tensor]->nameHint),
+                               it->second[0].dim);
     else
-      valueArgs += fmt::format(", (long long){}", param);
+      valueArgs += fmt::format(", (long long){}", sourceIdentifier(param));
   }
   if (shape.parameters.empty())
     out.line("if (variant < 0) return {}_fail(TKC_ERROR_NO_SPECIALIZATION, \"the tensor sizes do not match the "
@@ -507,8 +523,8 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
            archSpecific ? fmt::format("capability != {}", cc) : fmt::format("capability < {}", cc), fn,
            archSpecific ? target.name : target.name + " (and newer)");
   for (auto *t : tensors)
-    out.line("if (const int status = tkc::host::check_device_memory({0}_message, {1}, \"{1}\", device)) return status;",
-             fn, t->nameHint);
+    out.line("if (const int status = tkc::host::check_device_memory({0}_message, {1}, \"{2}\", device)) return status;",
+             fn, sourceIdentifier(t->nameHint), t->nameHint);
   out.line("cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);");
 
   for (size_t v = 0; v < variants.size(); ++v) {
@@ -516,7 +532,7 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
     const Kernel &k = *variant.kernel;
     out.open(fmt::format("if (variant == {})", v));
     if (!tensorMapsOf(k).empty()) { // sm_90a: bulk tensor copies
-      if (!emitTensorMapLaunch(k, variant, fn, symbols, target.name, out, diags))
+      if (!emitTensorMapLaunch(k, variant, fn, symbols, target.name, locals, out, diags))
         return false;
       out.close();
       continue;

@@ -40,7 +40,8 @@ const std::set<std::string_view> kEmitterNames = {
     "chunk", "piece", "pieces", "parts", "inside", "it", "a_frag", "b_frag", "a_lane", "b_lane", "a_swz",
     "b_swz", "a_desc", "b_desc", "desc_a", "desc_b", "round_stride", "smem_base", "kept_smem_address",
     "first_panel", "grid", "status", "configured", "args", "format", "stream", "cuda_stream", "device",
-    "multiprocessors", "whole", "accumulate", "TransA", "TransB"};
+    "multiprocessors", "whole", "accumulate", "TransA", "TransB", "variant", "capability", "info",
+    "shared_memory_allowed"};
 
 bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 

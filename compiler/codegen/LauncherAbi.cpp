@@ -189,6 +189,19 @@ void emitInfo(const std::string &sourceKernel, const LauncherShape &shape, const
 
 } // namespace
 
+std::vector<std::string> launcherSymbols(const std::string &sourceKernel, const std::vector<TargetLaunch> &targets) {
+  std::string fn = "tkc_" + sourceKernel;
+  LauncherShape shape = analyzeLauncher(targets.front().variants);
+  std::vector<std::string> names = {fn,           fn + "_message", fn + "_error",   fn + "_fail",
+                                    fn + "_info", fn + "_tensors", fn + "_targets", fn + "_constants",
+                                    fn + "_wheres"};
+  for (const TargetLaunch &launch : targets)
+    names.push_back(fn + "_" + targetSymbol(*launch.target));
+  for (auto &param : shape.parameters)
+    names.push_back(fn + "_where_" + param);
+  return names;
+}
+
 bool emitLaunchers(const std::string &sourceKernel, const std::vector<TargetLaunch> &targets, CodeWriter &out,
                    DiagnosticEngine &diags) {
   std::string fn = "tkc_" + sourceKernel;

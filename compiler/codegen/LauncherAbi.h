@@ -21,6 +21,11 @@ struct TargetLaunch {
 bool emitLaunchers(const std::string &sourceKernel, const std::vector<TargetLaunch> &targets, CodeWriter &out,
                    DiagnosticEngine &diags);
 
+/// The names that emitLaunchers declares at file scope for one source kernel
+/// (`tkc_NAME`, `tkc_NAME_error`, `tkc_NAME_where_D`, ...); the kernels of
+/// one file must not share any.
+std::vector<std::string> launcherSymbols(const std::string &sourceKernel, const std::vector<TargetLaunch> &targets);
+
 /// Emits the C header of a generated file: the prototypes of every source
 /// kernel's launch functions and info table. `guard` names the include guard.
 void emitLauncherHeader(const std::string &generatedFrom, const std::string &guard,

@@ -151,6 +151,7 @@ void checkKernelHeader(const ast::Kernel &kernel, DiagnosticEngine &diags) {
 bool checkFile(const ast::File &file, DiagnosticEngine &diags, int64_t sm) {
   unsigned errorsBefore = diags.errorCount();
   std::map<std::string, SourceLocation> kernels;
+  std::map<std::string, std::string> generatedNames; // kernel function name -> source kernel
   for (const ast::Kernel &kernel : file.kernels) {
     auto [it, inserted] = kernels.emplace(kernel.name, kernel.loc);
     if (!inserted) {
@@ -160,6 +161,14 @@ bool checkFile(const ast::File &file, DiagnosticEngine &diags, int64_t sm) {
     checkKernelHeader(kernel, diags);
 
     std::vector<Specialization> specializations = specializationsOf(kernel, sm);
+    // A specialisation is named `NAME__D64` in the generated code, which a
+    // kernel of that name would also be.
+    for (const Specialization &specialization : specializations) {
+      std::string generated = specialization.kernelName(kernel.name);
+      auto [owner, fresh] = generatedNames.emplace(generated, kernel.name);
+      if (!fresh && owner->second != kernel.name)
+        diags.report(kernel.loc, DiagId::GeneratedNameClash, kernel.name, generated + "_kernel", owner->second);
+    }
     SpecializationReporter reporter(true);
     for (size_t i = 0; i < specializations.size(); ++i) {
       reporter.setSpecialization(i);

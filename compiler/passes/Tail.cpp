@@ -226,7 +226,10 @@ public:
       if (firstOffsetOperand(op) != 0)
         setChecked(kernel_, op);
     });
-    analyzeBlock(kernel_.body);
+    do {
+      grew_ = false;
+      analyzeBlock(kernel_.body);
+    } while (grew_);
     findObservedReductions();
     maskBlock(kernel_.body);
   }
@@ -247,53 +250,59 @@ private:
     }
   }
 
-  /// Iter args carry the union of their initial and yielded padding; the body
-  /// is re-analysed until that union stops growing. Where the yielded
-  /// padding is limited by a value computed in the body, the loop carries
-  /// the limit itself (an i32 iter arg, added only when a mask needs it).
+  /// Iter args carry the union of their initial and yielded padding, kept
+  /// from one analysis of the kernel to the next (which `run` repeats until
+  /// no loop's grows: once per round, not once per round of every enclosing
+  /// loop, so deep nests stay linear). Where the yielded padding is limited
+  /// by a value computed in the body, the loop carries the limit itself (an
+  /// i32 iter arg, added only when a mask needs it).
   void analyzeLoop(Op &loop) {
     constexpr unsigned kFirstInit = 3; // operands: lo, hi, step, inits...
     Block &body = *loop.body;
-    std::vector<Padding> carried;
-    for (size_t i = 0; i < loop.results.size(); ++i)
-      carried.push_back(paddingOf(loop.operands[kFirstInit + i]));
-    for (;;) {
-      for (size_t i = 0; i < carried.size(); ++i)
-        padding_[body.args[i + 1].get()] = carried[i];
-      analyzeBlock(body);
-      const Op &yield = *body.ops.back();
-      bool grew = false;
-      for (size_t i = 0; i < carried.size(); ++i) {
-        Padding next = carried[i];
-        for (auto &[axis, padding] : paddingOf(yield.operands[i])) {
-          bool invariant = std::all_of(padding.terms.begin(), padding.terms.end(),
-                                       [&](const BoundTerm &term) { return availableOutside(term, loop); });
-          auto it = next.find(axis);
-          bool alreadyCarried = it != next.end() && it->second.terms.size() == 1 &&
-                                it->second.terms.begin()->loop == &loop;
-          if (invariant && !alreadyCarried) {
-            unite(next, {{axis, padding}});
-            continue;
-          }
-          AxisPadding limit = it == next.end() ? AxisPadding{} : it->second;
-          limit.terms = {BoundTerm{.loop = &loop, .iterArg = i, .axis = axis}};
-          limit.origins.insert(padding.origins.begin(), padding.origins.end());
-          limit.knownZero = false;
-          next[axis] = std::move(limit);
-        }
-        grew |= next != carried[i];
-        carried[i] = std::move(next);
-      }
-      if (!grew)
-        break;
-    }
+    std::vector<Padding> &carried = carried_[&loop];
+    carried.resize(loop.results.size());
     for (size_t i = 0; i < carried.size(); ++i) {
-      Padding after = carried[i];
-      for (auto &[axis, padding] : after)
+      Padding entry = carried[i];
+      for (auto &[axis, padding] : paddingOf(loop.operands[kFirstInit + i]))
+        absorb(entry, axis, padding, loop, i);
+      padding_[body.args[i + 1].get()] = std::move(entry);
+    }
+    analyzeBlock(body);
+    const Op &yield = *body.ops.back();
+    for (size_t i = 0; i < carried.size(); ++i) {
+      Padding next = paddingOf(body.args[i + 1].get());
+      for (auto &[axis, padding] : paddingOf(yield.operands[i]))
+        absorb(next, axis, padding, loop, i);
+      if (next != carried[i]) {
+        grew_ = true;
+        carried[i] = next;
+      }
+      for (auto &[axis, padding] : next)
         if (padding.terms.size() == 1 && padding.terms.begin()->loop == &loop)
           padding.terms = {BoundTerm{.loop = &loop, .iterArg = i, .axis = axis, .afterLoop = true}};
-      padding_[loop.result(i)] = std::move(after);
+      padding_[loop.result(i)] = std::move(next);
     }
+  }
+
+  /// Adds padding that reaches iter arg `i` along `axis` to what the loop
+  /// carries there: its terms where they hold throughout the loop, else the
+  /// loop's own carried limit (which covers both the initial and the yielded
+  /// values).
+  static void absorb(Padding &into, int64_t axis, const AxisPadding &padding, Op &loop, size_t i) {
+    auto it = into.find(axis);
+    bool alreadyCarried =
+        it != into.end() && it->second.terms.size() == 1 && it->second.terms.begin()->loop == &loop;
+    bool invariant = std::all_of(padding.terms.begin(), padding.terms.end(),
+                                 [&](const BoundTerm &term) { return availableOutside(term, loop); });
+    if (invariant && !alreadyCarried) {
+      unite(into, {{axis, padding}});
+      return;
+    }
+    AxisPadding limit = it == into.end() ? AxisPadding{} : it->second;
+    limit.terms = {BoundTerm{.loop = &loop, .iterArg = i, .axis = axis}};
+    limit.origins.insert(padding.origins.begin(), padding.origins.end());
+    limit.knownZero = false;
+    into[axis] = std::move(limit);
   }
 
   Padding transfer(const Op &op) {
@@ -661,6 +670,8 @@ private:
 
   Kernel &kernel_;
   std::map<const Value *, Padding> padding_;
+  std::map<const Op *, std::vector<Padding>> carried_;
+  bool grew_ = false;
   std::set<const Op *> observed_;
   std::map<BoundTerm, Limits> bounds_;
   std::map<std::tuple<Value *, int64_t, double, Block *>, Value *> masks_;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace tkc {
@@ -102,30 +103,85 @@ void setChecked(const Kernel &kernel, Op &op) {
 
 // --- padding analysis -------------------------------------------------------
 
-/// The number of valid elements along an axis: dim - offset of one global
-/// dim of one load. Materialised only when a mask needs it.
-struct BoundSource {
+/// One limit on the valid elements along a tile axis: either dim - offset of
+/// one global dim of one load, or the limit a loop carries for one axis of
+/// one of its iter args (inside the body, or after the loop). Materialised
+/// only when a mask needs it.
+struct BoundTerm {
   Op *load = nullptr;
   unsigned globalDim = 0;
-  auto operator<=>(const BoundSource &) const = default;
+  Op *loop = nullptr;
+  size_t iterArg = 0;
+  int64_t axis = 0;
+  bool afterLoop = false;
+  auto operator<=>(const BoundTerm &) const = default;
 };
 
+/// A load dim whose padding may have reached a value.
+using Origin = std::pair<Op *, unsigned>;
+
 struct AxisPadding {
-  BoundSource bound;
-  bool knownZero = false; ///< the padding holds zeros, as a load leaves it
+  std::set<BoundTerm> terms;   ///< the valid elements are those inside every term
+  std::set<Origin> origins;    ///< where the padding comes from (for stores)
+  bool knownZero = false;      ///< the padding holds zeros, as a load leaves it
   bool operator==(const AxisPadding &) const = default;
 };
 
 /// Tile axis -> its padding; absent axes have none.
 using Padding = std::map<int64_t, AxisPadding>;
 
-/// Adds `from`'s axes to `into`. Where both are padded along an axis the
-/// bound already in `into` is kept; padding is zero only if both are.
+/// True when two scalars are computed the same way from the same values
+/// (lowering recomputes `block.x * 64` at every use).
+bool sameScalar(const Value *a, const Value *b) {
+  if (a == b)
+    return true;
+  const Op *x = a->definingOp, *y = b->definingOp;
+  if (!x || !y || x->kind != y->kind || x->body || y->body || x->results.size() != 1 ||
+      y->results.size() != 1 || x->attrs != y->attrs || x->operands.size() != y->operands.size() ||
+      x->kind == OpKind::For)
+    return false;
+  for (size_t i = 0; i < x->operands.size(); ++i)
+    if (!sameScalar(x->operands[i], y->operands[i]))
+      return false;
+  return true;
+}
+
+const Dim &globalDimOf(const Op &access, unsigned d) { return access.operands[globalOperand(access)]->type.dims[d]; }
+const Value *offsetOf(const Op &access, unsigned d) { return access.operands[firstOffsetOperand(access) + d]; }
+
+bool mayStartBeforeTensor(const Op &load, unsigned globalDim) {
+  std::vector<int64_t> checkedLow = load.listAttr("checked_low");
+  return globalDim < checkedLow.size() && checkedLow[globalDim];
+}
+
+/// Two load terms that give the same limit: one is enough.
+bool sameLimit(const BoundTerm &a, const BoundTerm &b) {
+  if (!a.load || !b.load)
+    return a == b;
+  return globalDimOf(*a.load, a.globalDim) == globalDimOf(*b.load, b.globalDim) &&
+         mayStartBeforeTensor(*a.load, a.globalDim) == mayStartBeforeTensor(*b.load, b.globalDim) &&
+         sameScalar(offsetOf(*a.load, a.globalDim), offsetOf(*b.load, b.globalDim));
+}
+
+void addTerm(AxisPadding &into, const BoundTerm &term) {
+  for (const BoundTerm &existing : into.terms)
+    if (sameLimit(existing, term))
+      return;
+  into.terms.insert(term);
+}
+
+/// Adds `from`'s axes to `into`: an element is padding if it is in either,
+/// so the valid elements are inside the limits of both; padding is zero
+/// only if both are.
 void unite(Padding &into, const Padding &from) {
   for (auto &[axis, padding] : from) {
     auto [it, inserted] = into.emplace(axis, padding);
-    if (!inserted)
-      it->second.knownZero = it->second.knownZero && padding.knownZero;
+    if (inserted)
+      continue;
+    for (const BoundTerm &term : padding.terms)
+      addTerm(it->second, term);
+    it->second.origins.insert(padding.origins.begin(), padding.origins.end());
+    it->second.knownZero = it->second.knownZero && padding.knownZero;
   }
 }
 
@@ -135,9 +191,31 @@ Padding withoutZeroKnowledge(Padding padding) {
   return padding;
 }
 
+AxisPadding withoutZeroKnowledge(AxisPadding padding) {
+  padding.knownZero = false;
+  return padding;
+}
+
 bool isElementwise(OpKind kind) {
   return (kind >= OpKind::Add && kind <= OpKind::Tanh) || kind == OpKind::Cast;
 }
+
+/// Whether the value a term stands for is defined outside `loop`, so that
+/// it holds at the top of every iteration and after the loop.
+bool availableOutside(const BoundTerm &term, const Op &loop) {
+  if (term.load)
+    return !isInside(*term.load, loop);
+  if (term.afterLoop)
+    return term.loop != &loop && !isInside(*term.loop, loop);
+  return term.loop != &loop && !isInside(*term.loop, loop) && isInside(loop, *term.loop);
+}
+
+/// A limit on valid indices i: i < high, and i + lowOffset >= 0 where the
+/// slice may start before its tensor (null lowOffset: it does not).
+struct Limits {
+  Value *high = nullptr;
+  Value *lowOffset = nullptr;
+};
 
 class TailRewriter {
 public:
@@ -148,7 +226,11 @@ public:
       if (firstOffsetOperand(op) != 0)
         setChecked(kernel_, op);
     });
-    analyzeBlock(kernel_.body);
+    do {
+      grew_ = false;
+      analyzeBlock(kernel_.body);
+    } while (grew_);
+    findObservedReductions();
     maskBlock(kernel_.body);
   }
 
@@ -168,36 +250,59 @@ private:
     }
   }
 
-  /// Iter args carry the union of their initial and yielded padding; the body
-  /// is re-analysed until that union stops growing.
+  /// Iter args carry the union of their initial and yielded padding, kept
+  /// from one analysis of the kernel to the next (which `run` repeats until
+  /// no loop's grows: once per round, not once per round of every enclosing
+  /// loop, so deep nests stay linear). Where the yielded padding is limited
+  /// by a value computed in the body, the loop carries the limit itself (an
+  /// i32 iter arg, added only when a mask needs it).
   void analyzeLoop(Op &loop) {
     constexpr unsigned kFirstInit = 3; // operands: lo, hi, step, inits...
     Block &body = *loop.body;
-    std::vector<Padding> carried;
-    for (size_t i = 0; i < loop.results.size(); ++i)
-      carried.push_back(paddingOf(loop.operands[kFirstInit + i]));
-    for (;;) {
-      for (size_t i = 0; i < carried.size(); ++i)
-        padding_[body.args[i + 1].get()] = carried[i];
-      analyzeBlock(body);
-      const Op &yield = *body.ops.back();
-      bool grew = false;
-      for (size_t i = 0; i < carried.size(); ++i) {
-        Padding next = carried[i];
-        for (auto &[axis, padding] : paddingOf(yield.operands[i]))
-          // A bound computed inside the loop does not exist where the block
-          // argument is used at the top of the next iteration, so only
-          // loop-invariant bounds are carried.
-          if (!isInside(*padding.bound.load, loop))
-            unite(next, {{axis, padding}});
-        grew |= next != carried[i];
-        carried[i] = std::move(next);
-      }
-      if (!grew)
-        break;
+    std::vector<Padding> &carried = carried_[&loop];
+    carried.resize(loop.results.size());
+    for (size_t i = 0; i < carried.size(); ++i) {
+      Padding entry = carried[i];
+      for (auto &[axis, padding] : paddingOf(loop.operands[kFirstInit + i]))
+        absorb(entry, axis, padding, loop, i);
+      padding_[body.args[i + 1].get()] = std::move(entry);
     }
-    for (size_t i = 0; i < carried.size(); ++i)
-      padding_[loop.result(i)] = carried[i];
+    analyzeBlock(body);
+    const Op &yield = *body.ops.back();
+    for (size_t i = 0; i < carried.size(); ++i) {
+      Padding next = paddingOf(body.args[i + 1].get());
+      for (auto &[axis, padding] : paddingOf(yield.operands[i]))
+        absorb(next, axis, padding, loop, i);
+      if (next != carried[i]) {
+        grew_ = true;
+        carried[i] = next;
+      }
+      for (auto &[axis, padding] : next)
+        if (padding.terms.size() == 1 && padding.terms.begin()->loop == &loop)
+          padding.terms = {BoundTerm{.loop = &loop, .iterArg = i, .axis = axis, .afterLoop = true}};
+      padding_[loop.result(i)] = std::move(next);
+    }
+  }
+
+  /// Adds padding that reaches iter arg `i` along `axis` to what the loop
+  /// carries there: its terms where they hold throughout the loop, else the
+  /// loop's own carried limit (which covers both the initial and the yielded
+  /// values).
+  static void absorb(Padding &into, int64_t axis, const AxisPadding &padding, Op &loop, size_t i) {
+    auto it = into.find(axis);
+    bool alreadyCarried =
+        it != into.end() && it->second.terms.size() == 1 && it->second.terms.begin()->loop == &loop;
+    bool invariant = std::all_of(padding.terms.begin(), padding.terms.end(),
+                                 [&](const BoundTerm &term) { return availableOutside(term, loop); });
+    if (invariant && !alreadyCarried) {
+      unite(into, {{axis, padding}});
+      return;
+    }
+    AxisPadding limit = it == into.end() ? AxisPadding{} : it->second;
+    limit.terms = {BoundTerm{.loop = &loop, .iterArg = i, .axis = axis}};
+    limit.origins.insert(padding.origins.begin(), padding.origins.end());
+    limit.knownZero = false;
+    into[axis] = std::move(limit);
   }
 
   Padding transfer(const Op &op) {
@@ -210,8 +315,10 @@ private:
       for (unsigned d = 0; d < sizes.size(); ++d) {
         if (sizes[d] == 0)
           continue; // a dropped dim has no tile axis
-        if ((d < checked.size() && checked[d]) || (d < checkedLow.size() && checkedLow[d]))
-          result[tileAxis] = {{const_cast<Op *>(&op), d}, true};
+        if ((d < checked.size() && checked[d]) || (d < checkedLow.size() && checkedLow[d])) {
+          Op *load = const_cast<Op *>(&op);
+          result[tileAxis] = {{BoundTerm{.load = load, .globalDim = d}}, {{load, d}}, true};
+        }
         ++tileAxis;
       }
       return result;
@@ -227,7 +334,7 @@ private:
       // The vector's axis becomes the tile axis other than the new one.
       Padding result;
       if (auto it = paddingOf(op.operands[0]).find(0); it != paddingOf(op.operands[0]).end())
-        result[1 - op.intAttr("axis")] = {it->second.bound, false};
+        result[1 - op.intAttr("axis")] = withoutZeroKnowledge(it->second);
       return result;
     }
     case OpKind::Reduce: {
@@ -237,7 +344,7 @@ private:
       // their second axis (their rows are warp rows, never padding).
       size_t kept = op.result()->type.shape.size() == 2 ? 1 : 0;
       if (auto it = input.find(1 - op.intAttr("axis")); it != input.end())
-        result[kept] = {it->second.bound, false};
+        result[kept] = withoutZeroKnowledge(it->second);
       return result;
     }
     case OpKind::Mma: {
@@ -246,9 +353,9 @@ private:
       Padding result;
       const Padding &a = paddingOf(op.operands[0]), &b = paddingOf(op.operands[1]);
       if (auto it = a.find(op.intAttr("trans_a") ? 1 : 0); it != a.end())
-        result[0] = {it->second.bound, false};
+        result[0] = withoutZeroKnowledge(it->second);
       if (auto it = b.find(op.intAttr("trans_b") ? 0 : 1); it != b.end())
-        result[1] = {it->second.bound, false};
+        result[1] = withoutZeroKnowledge(it->second);
       unite(result, withoutZeroKnowledge(paddingOf(op.operands[2])));
       return result;
     }
@@ -264,51 +371,131 @@ private:
     return withoutZeroKnowledge(std::move(result));
   }
 
+  // --- stores that write padding ------------------------------------------
+
+  /// Whether every padded element of the stored tile falls outside the
+  /// store's tensor: its padding comes from loads of the same dims at the
+  /// same offsets. Otherwise the padded elements are written, and they must
+  /// hold what the language defines there.
+  bool storeDropsPadding(const Op &store) {
+    std::vector<int64_t> sizes = store.listAttr("sizes");
+    const Padding &padding = paddingOf(store.operands[1]);
+    int64_t tileAxis = 0;
+    for (unsigned d = 0; d < sizes.size(); ++d) {
+      if (sizes[d] == 0)
+        continue;
+      if (auto it = padding.find(tileAxis); it != padding.end())
+        for (auto [load, globalDim] : it->second.origins)
+          if (!(globalDimOf(*load, globalDim) == globalDimOf(store, d)) ||
+              !sameScalar(offsetOf(*load, globalDim), offsetOf(store, d)))
+            return false;
+      ++tileAxis;
+    }
+    return true;
+  }
+
+  /// A reduction over elements that are all padding gives its identity
+  /// (a product, its accumulator): where such results are written, the
+  /// reductions they come from mask their kept axes too.
+  void findObservedReductions() {
+    std::vector<const Value *> work;
+    walk(kernel_.body, [&](Op &op) {
+      if (op.kind == OpKind::Store && !paddingOf(op.operands[1]).empty() && !storeDropsPadding(op))
+        work.push_back(op.operands[1]);
+    });
+    std::set<const Value *> seen;
+    while (!work.empty()) {
+      const Value *v = work.back();
+      work.pop_back();
+      if (!v->type.isTile() || !seen.insert(v).second)
+        continue;
+      if (Block *owner = v->ownerBlock) {
+        // An iter arg: its initial value and what the body yields.
+        if (Op *loop = owner->parentOp; loop && loop->kind == OpKind::For && v->index > 0) {
+          work.push_back(loop->operands[3 + v->index - 1]);
+          work.push_back(owner->ops.back()->operands[v->index - 1]);
+        }
+        continue;
+      }
+      Op *def = v->definingOp;
+      if (!def)
+        continue;
+      if (def->kind == OpKind::For) {
+        work.push_back(def->operands[3 + v->index]);
+        work.push_back(def->body->ops.back()->operands[v->index]);
+      } else if (def->kind == OpKind::Reduce) {
+        observed_.insert(def);
+      } else if (def->kind == OpKind::Mma) {
+        observed_.insert(def);
+        work.push_back(def->operands[2]);
+      } else if (def->kind != OpKind::Load) {
+        for (const Value *operand : def->operands)
+          work.push_back(operand);
+      }
+    }
+  }
+
   // --- masks ----------------------------------------------------------------
 
   void maskBlock(Block &block) {
-    for (auto &op : block.ops) {
-      if (op->body)
-        maskBlock(*op->body);
-      if (op->kind == OpKind::Reduce)
-        maskReduceInput(*op);
-      else if (op->kind == OpKind::Mma)
-        maskContraction(*op);
+    for (auto it = block.ops.begin(); it != block.ops.end(); ++it) {
+      Op &op = **it;
+      if (op.body)
+        maskBlock(*op.body);
+      if (op.kind == OpKind::Reduce)
+        maskReduceInput(op);
+      else if (op.kind == OpKind::Mma)
+        maskContraction(op);
     }
   }
 
   void maskReduceInput(Op &reduce) {
     int64_t axis = reduce.intAttr("axis");
-    const Padding &input = paddingOf(reduce.operands[0]);
-    auto it = input.find(axis);
-    if (it == input.end())
-      return;
     std::string kind = reduce.strAttr("kind");
-    if (kind == "sum" && it->second.knownZero)
-      return; // zeros do not change a sum
     constexpr double kInf = std::numeric_limits<double>::infinity();
     double fill = kind == "max" ? -kInf : kind == "min" ? kInf : 0.0;
-    reduce.operands[0] = masked(reduce, reduce.operands[0], axis, it->second.bound, fill);
+    Padding input = paddingOf(reduce.operands[0]);
+    std::vector<int64_t> axes = {axis};
+    if (observed_.count(&reduce) && reduce.operands[0]->type.shape.size() == 2)
+      axes.push_back(1 - axis);
+    for (int64_t a : axes) {
+      auto it = input.find(a);
+      if (it == input.end())
+        continue;
+      if (kind == "sum" && it->second.knownZero)
+        continue; // zeros do not change a sum
+      reduce.operands[0] = masked(reduce, reduce.operands[0], a, it->second, fill);
+    }
   }
 
   /// Padding along K is multiplied into every product, so any that is not
-  /// known to be zero is replaced by zeros.
+  /// known to be zero is replaced by zeros; so are padded rows of a and
+  /// columns of b where the product's padding is written.
   void maskContraction(Op &mma) {
-    int64_t aAxisK = mma.intAttr("trans_a") ? 0 : 1, bAxisK = mma.intAttr("trans_b") ? 1 : 0;
-    for (auto [operand, axisK] : {std::pair<unsigned, int64_t>{0, aAxisK}, {1, bAxisK}}) {
-      const Padding &padding = paddingOf(mma.operands[operand]);
-      auto it = padding.find(axisK);
+    bool transA = mma.intAttr("trans_a"), transB = mma.intAttr("trans_b");
+    int64_t aAxisK = transA ? 0 : 1, bAxisK = transB ? 1 : 0;
+    std::vector<std::pair<unsigned, int64_t>> axes = {{0, aAxisK}, {1, bAxisK}};
+    if (observed_.count(&mma)) {
+      axes.push_back({0, 1 - aAxisK});
+      axes.push_back({1, 1 - bAxisK});
+    }
+    for (auto [operand, axis] : axes) {
+      Padding padding = paddingOf(mma.operands[operand]);
+      auto it = padding.find(axis);
       if (it == padding.end() || it->second.knownZero)
         continue;
       // A cast used only here whose input is already masked the same way
       // before it (attention's probabilities, summed and then multiplied)
       // reads that mask instead (a zero casts to zero): one mask, not two.
       Value *value = mma.operands[operand];
-      if (Value *input = maskedCastInput(value, axisK)) {
+      if (Value *input = maskedCastInput(value, axis)) {
         value->definingOp->operands[0] = input;
+        padding_[value] = padding;
         continue;
       }
-      mma.operands[operand] = masked(mma, value, axisK, it->second.bound, 0.0);
+      Value *result = masked(mma, value, axis, it->second, 0.0);
+      padding_[result] = padding;
+      mma.operands[operand] = result;
     }
   }
 
@@ -333,23 +520,21 @@ private:
   /// `value` masked along `axis`, created right before `consumer` unless the
   /// same mask already exists in that block: past the tensor's end and,
   /// where the slice may start before the tensor, before its start.
-  Value *masked(Op &consumer, Value *value, int64_t axis, const BoundSource &bound, double fill) {
+  Value *masked(Op &consumer, Value *value, int64_t axis, const AxisPadding &padding, double fill) {
     auto key = std::make_tuple(value, axis, fill, consumer.parent);
     if (auto it = masks_.find(key); it != masks_.end())
       return it->second;
-    Value *boundValue = materialize(bound);
-    if (!boundValue)
+    Limits limits = combine(padding, consumer);
+    if (!limits.high)
       return value;
     Builder builder(*consumer.parent, positionOf(consumer));
     builder.setLoc(consumer.loc);
     Value *result =
-        builder.value(OpKind::Mask, {value, boundValue}, value->type, {{"axis", Attr(axis)}, {"fill", Attr(fill)}});
-    if (mayStartBeforeTensor(bound)) {
+        builder.value(OpKind::Mask, {value, limits.high}, value->type, {{"axis", Attr(axis)}, {"fill", Attr(fill)}});
+    if (limits.lowOffset) {
       // Rare enough that plain elementwise ops do: index + offset >= 0.
-      const Op &load = *bound.load;
-      Value *offset = load.operands[firstOffsetOperand(load) + bound.globalDim];
       Value *index = builder.value(OpKind::Iota, {}, value->type.withDType(DType::I32), {{"axis", Attr(axis)}});
-      Value *position = builder.value(OpKind::Add, {index, offset}, index->type);
+      Value *position = builder.value(OpKind::Add, {index, limits.lowOffset}, index->type);
       Value *inside = builder.value(OpKind::Ge, {position, builder.constInt(0)}, index->type.withDType(DType::I1));
       result = builder.value(OpKind::Select, {inside, result, builder.constFloat(fill, value->type.dtype)}, value->type);
     }
@@ -357,32 +542,123 @@ private:
     return result;
   }
 
-  static bool mayStartBeforeTensor(const BoundSource &bound) {
-    std::vector<int64_t> checkedLow = bound.load->listAttr("checked_low");
-    return bound.globalDim < checkedLow.size() && checkedLow[bound.globalDim];
+  /// The limits of every term of `padding`, combined right before `before`
+  /// (the smallest high limit, the smallest low offset).
+  Limits combine(const AxisPadding &padding, Op &before) {
+    Builder builder(*before.parent, positionOf(before));
+    builder.setLoc(before.loc);
+    Limits result;
+    for (const BoundTerm &term : padding.terms) {
+      Limits limits = materialize(term);
+      if (!limits.high)
+        return {};
+      auto smaller = [&](Value *a, Value *b) {
+        return a ? builder.value(OpKind::Min, {a, b}, Type::scalar(DType::I32)) : b;
+      };
+      result.high = smaller(result.high, limits.high);
+      if (limits.lowOffset)
+        result.lowOffset = smaller(result.lowOffset, limits.lowOffset);
+    }
+    return result;
+  }
+
+  Limits materialize(const BoundTerm &term) {
+    if (auto it = bounds_.find(term); it != bounds_.end())
+      return it->second;
+    Limits result = term.load ? materializeLoad(term) : materializeCarried(term);
+    bounds_[term] = result;
+    return result;
   }
 
   /// dim - offset as an i32, computed right after the load.
-  Value *materialize(const BoundSource &bound) {
-    if (auto it = bounds_.find(bound); it != bounds_.end())
-      return it->second;
-    Op &load = *bound.load;
-    const Dim &dim = load.operands[0]->type.dims[bound.globalDim];
-    Value *offset = load.operands[firstOffsetOperand(load) + bound.globalDim];
+  Limits materializeLoad(const BoundTerm &term) {
+    Op &load = *term.load;
+    const Dim &dim = globalDimOf(load, term.globalDim);
+    Value *offset = load.operands[firstOffsetOperand(load) + term.globalDim];
     Builder builder(*load.parent, std::next(positionOf(load)));
     builder.setLoc(load.loc);
-    Value *result = nullptr;
+    Limits result;
     if (dim.isStatic()) {
       auto constantOffset = constantIntOf(offset);
-      result = constantOffset ? builder.constInt(dim.size - *constantOffset)
-                              : builder.value(OpKind::Sub, {builder.constInt(dim.size), offset}, Type::scalar(DType::I32));
+      result.high = constantOffset
+                        ? builder.constInt(dim.size - *constantOffset)
+                        : builder.value(OpKind::Sub, {builder.constInt(dim.size), offset}, Type::scalar(DType::I32));
     } else if (Value *extent = parameterNamed(dim.symbol)) {
-      result = builder.value(OpKind::Sub, {extent, offset}, Type::scalar(DType::I32));
+      result.high = builder.value(OpKind::Sub, {extent, offset}, Type::scalar(DType::I32));
     }
     // The verifier guarantees that every dim symbol names a parameter, so a
-    // null result is not expected.
-    bounds_[bound] = result;
+    // null high limit is not expected.
+    if (mayStartBeforeTensor(load, term.globalDim))
+      result.lowOffset = offset;
     return result;
+  }
+
+  /// The limits a loop carries for one axis of one iter arg: i32 iter args
+  /// that start with the initial value's limits (or ones that exclude
+  /// nothing) and take the yielded value's limits at each yield. Returns
+  /// the body's arguments or the loop's results, as the term asks.
+  Limits materializeCarried(const BoundTerm &term) {
+    Op &loop = *term.loop;
+    Block &body = *loop.body;
+    constexpr unsigned kFirstInit = 3;
+    const Padding &init = paddingOf(loop.operands[kFirstInit + term.iterArg]);
+    auto initIt = init.find(term.axis);
+    Op &yield = *body.ops.back();
+    const Padding &yieldedPadding = paddingOf(yield.operands[term.iterArg]);
+    auto yieldedIt = yieldedPadding.find(term.axis);
+    AxisPadding yielded = yieldedIt == yieldedPadding.end() ? AxisPadding{} : yieldedIt->second;
+    bool low = std::any_of(yielded.origins.begin(), yielded.origins.end(),
+                           [](const Origin &o) { return mayStartBeforeTensor(*o.first, o.second); });
+    if (initIt != init.end())
+      low = low || std::any_of(initIt->second.origins.begin(), initIt->second.origins.end(),
+                               [](const Origin &o) { return mayStartBeforeTensor(*o.first, o.second); });
+
+    Limits initial;
+    if (initIt != init.end())
+      initial = combine(initIt->second, loop);
+    Builder before(*loop.parent, positionOf(loop));
+    before.setLoc(loop.loc);
+    if (!initial.high)
+      initial.high = before.constInt(std::numeric_limits<int32_t>::max());
+    if (low && !initial.lowOffset)
+      initial.lowOffset = before.constInt(0);
+
+    std::string name = loop.result(term.iterArg)->nameHint;
+    if (name.empty())
+      name = body.args[term.iterArg + 1]->nameHint;
+    BoundTerm inside = term, after = term;
+    inside.afterLoop = false;
+    after.afterLoop = true;
+    Limits args, results;
+    args.high = addCarried(loop, initial.high, name + "_limit", results.high);
+    if (low)
+      args.lowOffset = addCarried(loop, initial.lowOffset, name + "_start", results.lowOffset);
+    bounds_[inside] = args;
+    bounds_[after] = results;
+
+    // A yielded value without padding along the axis excludes nothing.
+    Limits next = combine(yielded, yield);
+    Builder atYield(body, positionOf(yield));
+    atYield.setLoc(yield.loc);
+    yield.operands.push_back(next.high ? next.high : atYield.constInt(std::numeric_limits<int32_t>::max()));
+    if (low)
+      yield.operands.push_back(next.lowOffset ? next.lowOffset : atYield.constInt(0));
+    return term.afterLoop ? results : args;
+  }
+
+  /// Appends an i32 iter arg to `loop`; returns its body argument and sets
+  /// `result` to the loop's result.
+  static Value *addCarried(Op &loop, Value *init, const std::string &name, Value *&result) {
+    Value *arg = loop.body->addArg(Type::scalar(DType::I32), name);
+    loop.operands.push_back(init);
+    auto value = std::make_unique<Value>();
+    value->type = Type::scalar(DType::I32);
+    value->nameHint = name;
+    value->definingOp = &loop;
+    value->index = static_cast<unsigned>(loop.results.size());
+    result = value.get();
+    loop.results.push_back(std::move(value));
+    return arg;
   }
 
   Value *parameterNamed(const std::string &name) {
@@ -394,7 +670,10 @@ private:
 
   Kernel &kernel_;
   std::map<const Value *, Padding> padding_;
-  std::map<BoundSource, Value *> bounds_;
+  std::map<const Op *, std::vector<Padding>> carried_;
+  bool grew_ = false;
+  std::set<const Op *> observed_;
+  std::map<BoundTerm, Limits> bounds_;
   std::map<std::tuple<Value *, int64_t, double, Block *>, Value *> masks_;
 };
 

@@ -398,7 +398,7 @@ bool KernelEmitter::emitSharedVectorRead(const Op &op) {
   const Value *result = op.result();
   LayoutKind kind = result->type.layout.kind;
   if (src->type.dtype != DType::F32 || (kind != LayoutKind::AccCol && kind != LayoutKind::AccRow))
-    return unsupported(op, fmt::format("conversion from {} to {}", src->type.str(), result->type.str()));
+    return emitVectorFromShared(op);
   declareName(result);
   declareTile(result);
   Fragment f = fragment(result->type);
@@ -413,9 +413,48 @@ bool KernelEmitter::emitSharedVectorRead(const Op &op) {
   return true;
 }
 
+/// A vector written to a shared slot by the threads that own its elements,
+/// to be read back in another layout (after a barrier).
+bool KernelEmitter::emitVectorToShared(const Op &op) {
+  const Value *src = op.operands[0];
+  std::string slot = declareSharedTile(op);
+  std::string elem = cType(src->type.dtype);
+  Fragment f = fragment(src->type);
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", f.count()));
+  out_.line("{}", f.decompose("x", f.row + " " + f.owner));
+  out_.line("if ({}) static_cast<{} *>(__cvta_shared_to_generic({}))[{}] = {}[x];", f.owner, elem, slot, f.row,
+            name(src));
+  out_.close();
+  return true;
+}
+
+/// Every thread reads the elements its registers hold of a shared vector.
+bool KernelEmitter::emitVectorFromShared(const Op &op) {
+  const Value *src = op.operands[0];
+  const Value *result = op.result();
+  if (!result->type.isRegister() || result->type.shape.size() != 1)
+    return unsupported(op, fmt::format("conversion from {} to {}", src->type.str(), result->type.str()));
+  declareName(result);
+  declareTile(result);
+  std::string elem = cType(result->type.dtype);
+  Fragment f = fragment(result->type);
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", f.count()));
+  out_.line("{}", f.decompose("x", f.row));
+  // A padding slot of a #vec vector (past the length) reads a copy of element 0.
+  std::string index = result->type.layout.kind == LayoutKind::Vec && result->type.shape[0] % 32
+                          ? fmt::format("({}) < {} ? ({}) : 0", f.row, result->type.shape[0], f.row)
+                          : f.row;
+  out_.line("{}[x] = static_cast<const {} *>(__cvta_shared_to_generic({}))[{}];", name(result), elem, name(src),
+            index);
+  out_.close();
+  return true;
+}
+
 bool KernelEmitter::emitConvert(const Op &op) {
   const Value *src = op.operands[0];
   const Value *result = op.result();
+  if (result->type.isSharedVector() && src->type.isRegister())
+    return emitVectorToShared(op);
   if (result->type.isShared())
     return emitStageToShared(op);
   if (src->type.isSharedVector())

@@ -126,6 +126,15 @@ Fragment fragmentOf(const Type &type, const WarpCoords &warp) {
     }
     break;
   }
+  case LayoutKind::Vec: {
+    // Consecutive lanes hold consecutive elements (coalesced accesses);
+    // warp 0 writes back, and no lane a slot past the length.
+    int64_t length = shape[0];
+    f.coords = {{"e", int((length + 31) / 32)}};
+    f.row = "e * 32 + lane";
+    f.owner = length % 32 == 0 ? "warp == 0" : fmt::format("warp == 0 && e * 32 + lane < {}", length);
+    break;
+  }
   default:
     break;
   }

@@ -161,6 +161,8 @@ private:
   void emitVectorCopy(const ir::Op &op, const std::string &dstAddr, const ir::Type &slot, const ir::Value *global,
                       size_t firstOffset, const std::string &pred, const std::string &first, int step);
   bool emitSharedVectorRead(const ir::Op &op);
+  bool emitVectorToShared(const ir::Op &op);
+  bool emitVectorFromShared(const ir::Op &op);
   /// `if (lane == 0) ` where the role's issuer is a whole warp, else nothing.
   std::string oneLane() const { return roleIssuerIsWarp_ ? "if (lane == 0) " : ""; }
   /// Blocks per multiprocessor that the warpgroup roles' registers

@@ -739,17 +739,18 @@ std::string checkTypeRules(const Type &type, int warps) {
                   layout.kind == LayoutKind::AccRow || layout.kind == LayoutKind::AccCol;
   bool warpList = layout.kind == LayoutKind::Strip || layout.kind == LayoutKind::StripRow ||
                   layout.kind == LayoutKind::StripCol;
+  bool lone = layout.kind == LayoutKind::Vec;
   switch (type.space) {
   case MemSpace::Unplaced:
     if (layout.kind != LayoutKind::None)
       return fmt::format("an unplaced tile has no layout: {}", type.str());
     break;
   case MemSpace::Shared:
-    if (warpGrid || warpList)
+    if (warpGrid || warpList || lone)
       return fmt::format("a shared-memory tile takes no register layout: {}", type.str());
     break;
   case MemSpace::Register:
-    if (!warpGrid && !warpList)
+    if (!warpGrid && !warpList && !lone)
       return fmt::format("a register tile needs a register layout: {}", type.str());
     break;
   }
@@ -769,7 +770,7 @@ std::string checkTypeRules(const Type &type, int warps) {
   size_t rank = type.shape.size();
   size_t wantRank = layout.kind == LayoutKind::AccRow || layout.kind == LayoutKind::AccCol ||
                             layout.kind == LayoutKind::StripRow ||
-                            layout.kind == LayoutKind::StripCol
+                            layout.kind == LayoutKind::StripCol || lone
                         ? 1
                     : layout.kind == LayoutKind::None ? rank
                                                       : 2;

@@ -648,7 +648,7 @@ private:
         {"strip", LayoutKind::Strip},
         {"striprow", LayoutKind::StripRow}, {"stripcol", LayoutKind::StripCol},
         {"swizzle", LayoutKind::Swizzle},   {"swizzle128", LayoutKind::Swizzle128},
-        {"mbarrier", LayoutKind::Mbarrier},
+        {"mbarrier", LayoutKind::Mbarrier}, {"vec", LayoutKind::Vec},
     };
     auto found = std::find_if(std::begin(kLayouts), std::end(kLayouts),
                               [&](auto &entry) { return entry.first == token_.text; });
@@ -657,7 +657,7 @@ private:
     layout.kind = found->second;
     advance();
     if (layout.kind == LayoutKind::Swizzle || layout.kind == LayoutKind::Swizzle128 ||
-        layout.kind == LayoutKind::Mbarrier)
+        layout.kind == LayoutKind::Mbarrier || layout.kind == LayoutKind::Vec)
       return true;
     if (!expectPunct('<') || !parseInteger(layout.warpsM, "a warp count"))
       return false;

@@ -24,6 +24,7 @@ int64_t threadElements(const Type &type) {
     return l.kind == LayoutKind::StripRow ? rows : rows * (shape[1] / (8 * l.lanes)) * 8;
   }
   case LayoutKind::StripCol: return shape[0] / (8 * l.lanes) * 8;
+  case LayoutKind::Vec: return (shape[0] + 31) / 32;
   default: return 1;
   }
 }

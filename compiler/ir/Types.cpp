@@ -48,6 +48,7 @@ std::string Layout::str() const {
       return fmt::format("#{}<{}>", name, warpsM);
     return fmt::format("#{}<{}, {}>", name, warpsM, lanes);
   }
+  case LayoutKind::Vec: return "#vec";
   case LayoutKind::Swizzle: return "#swizzle";
   case LayoutKind::Swizzle128: return "#swizzle128";
   case LayoutKind::Mbarrier: return "#mbarrier";

@@ -36,6 +36,9 @@ enum class MemSpace { Unplaced, Register, Shared };
 ///            each warp 32 / lanes consecutive rows at a time.
 ///  StripRow  a vector indexed by the rows of a Strip tile.
 ///  StripCol  a vector indexed by the columns of a Strip tile.
+///  Vec       a vector tied to no 2-d tile: element i is held by lane i % 32
+///            of every warp (ceil(length / 32) elements a lane; the slots
+///            past the length are padding that no thread writes back).
 ///  Swizzle   shared memory, 16-byte chunks XOR-swizzled by row so that
 ///            ldmatrix and cp.async hit distinct banks.
 ///  Swizzle128  shared memory as the bulk tensor copy engine writes it and
@@ -53,7 +56,7 @@ enum class MemSpace { Unplaced, Register, Shared };
 /// split by columns (64 rows, each warpgroup a G-th of the columns) is
 /// #acc<4xG>, its warps numbered warpgroup by warpgroup (warp w at row
 /// w % 4, column w / 4) where elsewhere they go row by row.
-enum class LayoutKind { None, Acc, OperandA, AccRow, AccCol, Strip, StripRow, StripCol, Swizzle, Swizzle128, Mbarrier };
+enum class LayoutKind { None, Acc, OperandA, AccRow, AccCol, Strip, StripRow, StripCol, Vec, Swizzle, Swizzle128, Mbarrier };
 
 /// Bytes of one row of a Swizzle128 panel (the swizzle's span).
 constexpr int64_t kSwizzle128RowBytes = 128;

@@ -7,7 +7,10 @@
 // that holds an mma accumulator takes the mma accumulator layout; others
 // take the 16-byte-vector "strip" layout. Vectors take the row or column
 // layout of the tiles they are reduced from or broadcast to (a column
-// reduction across warp rows goes through shared partial results). Where a value
+// reduction across warp rows goes through shared partial results); one
+// reduced from or broadcast to tiles of different layouts takes the layout
+// of the first and is converted through shared memory at the others. A
+// vector tied to no 2-d tile is spread over the lanes of each warp. Where a value
 // changes role (an accumulator used as an mma A operand, a shared tile read
 // many times inside a loop, unless it is read transposed) a `convert` is
 // inserted. B operands and operands read transposed (`trans_a`) are read
@@ -109,6 +112,7 @@ public:
     if (!assignClassLayouts())
       return false;
     applyTypes(kernel_.body);
+    insertVectorConversions();
     splitColumnReductions();
     if (!stageSharedOperands())
       return false;
@@ -283,12 +287,15 @@ private:
         std::tie(layout.warpsM, layout.warpsN) = squarestGrid(shape[0], shape[1]);
       classLayout_[root] = layout;
     }
-    // Vectors follow the tiles they are linked to; a vector linked to none
-    // (say, loaded and stored back) is spread like a strip column.
+    // Vectors follow the tiles they are linked to, the first where these
+    // disagree (the others get a conversion); a vector linked to none (say,
+    // loaded and stored back) is spread like a strip column where its length
+    // allows, else over the lanes of each warp.
     for (auto &[root, values] : members) {
       if (values.front()->type.shape.size() != 1)
         continue;
       Layout chosen;
+      std::vector<std::pair<const VectorLink *, Layout>> linked;
       for (auto &link : vectorLinks_) {
         if (classes_.find(link.vector) != root)
           continue;
@@ -296,18 +303,61 @@ private:
         Layout candidate = vectorLayoutFor(tile, link.axis);
         if (candidate.kind == LayoutKind::None)
           return fail(values.front(), "its tile has no register layout");
-        if (chosen.kind != LayoutKind::None && !(chosen == candidate))
-          return fail(values.front(), "it is used both as a row and as a column vector");
-        chosen = candidate;
+        if (chosen.kind == LayoutKind::None)
+          chosen = candidate;
+        linked.push_back({&link, candidate});
       }
       if (chosen.kind == LayoutKind::None)
-        chosen = {LayoutKind::StripCol, kernel_.warps, 1};
+        chosen = values.front()->type.shape[0] % 256 == 0 ? Layout{LayoutKind::StripCol, kernel_.warps, 1}
+                                                           : Layout{LayoutKind::Vec, 1, 1};
       classLayout_[root] = chosen;
+      for (auto &[link, candidate] : linked) {
+        if (candidate == chosen)
+          continue;
+        if (!checkShape(link->vector, candidate))
+          return false;
+        converted_.push_back({*link, candidate});
+      }
     }
     for (auto &[root, values] : members)
       if (!checkShape(values.front(), classLayout_[root]))
         return false;
     return true;
+  }
+
+  /// A vector whose class took another layout than the tile it is reduced
+  /// from (broadcast to) needs: the reduction gives the tile's own vector
+  /// layout, converted to the class's right after it; a broadcast reads a
+  /// conversion into the tile's. Threads in one layout write the vector to
+  /// shared memory and read it back in the other (the barriers pass puts a
+  /// barrier between).
+  void insertVectorConversions() {
+    for (auto &[link, own] : converted_) {
+      Value *vector = link.vector;
+      if (link.reduced) {
+        Op *reduce = vector->definingOp;
+        Type classType = vector->type;
+        vector->type = vector->type.withLayout(MemSpace::Register, own);
+        Builder builder(*reduce->parent, std::next(findOp(*reduce->parent, reduce)));
+        builder.setLoc(reduce->loc);
+        Value *converted = throughShared(builder, vector, classType);
+        replaceAllUsesIn(kernel_.body, vector, converted);
+        converted->definingOp->operands[0]->definingOp->operands[0] = vector;
+      } else {
+        Op *broadcast = link.tile->definingOp;
+        Builder builder(*broadcast->parent, findOp(*broadcast->parent, broadcast));
+        builder.setLoc(broadcast->loc);
+        broadcast->operands[0] = throughShared(builder, vector, vector->type.withLayout(MemSpace::Register, own));
+      }
+    }
+  }
+
+  static Value *throughShared(Builder &builder, Value *vector, const Type &into) {
+    Value *slot = builder.value(OpKind::Convert, {vector}, vector->type.withLayout(MemSpace::Shared, {}));
+    Value *converted = builder.value(OpKind::Convert, {slot}, into);
+    slot->nameHint = vector->nameHint.empty() ? "" : vector->nameHint + "_shared";
+    converted->nameHint = vector->nameHint;
+    return converted;
   }
 
   bool checkShape(Value *v, Layout layout) {
@@ -340,7 +390,8 @@ private:
       return true;
     case LayoutKind::StripCol:
       if (layout.lanes == 32 ? shape[0] % 256 != 0 : shape[0] != 8 * layout.lanes)
-        return fail(v, "column vectors need a length divisible by 256");
+        return fail(v, fmt::format("column vectors of tiles outside mma need a length divisible by 256 or of {}",
+                                   8 * layout.lanes));
       return true;
     default:
       return true;
@@ -616,6 +667,7 @@ private:
   std::set<Value *> accumulators_;
   ValueClasses classes_;
   std::vector<VectorLink> vectorLinks_;
+  std::vector<std::pair<VectorLink, Layout>> converted_; ///< links whose vector needs a conversion, and its own layout
   std::map<Value *, Layout> classLayout_;
   int warpsM_ = 1, warpsN_ = 1;
 };

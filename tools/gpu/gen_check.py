@@ -46,7 +46,7 @@ from gen.program import ALL_FEATURES, pick_runs  # noqa: E402
 # Features whose CUDA is known to differ from the interpreter, which CI's
 # checks cannot see: `cdiv` of a negative value is emitted as C's
 # `(a + b - 1) / b`, which truncates toward zero. Try them with --avoid=.
-GPU_KNOWN_BROKEN = "negint"
+GPU_KNOWN_BROKEN = ""
 
 # Launcher statuses that are restrictions of the generated code rather than
 # errors: the sizes a bulk tensor store cannot write.

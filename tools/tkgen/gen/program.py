@@ -23,7 +23,7 @@ ALL_FEATURES = frozenset(FEATURES) | frozenset(SKELETONS)
 # Features that a known compiler bug breaks (tools/tkgen/README.md): left
 # out by default, so that CI stays green and `tkgen.py --seed S --start I`
 # gives the kernel CI ran; `--avoid=` tries everything.
-KNOWN_BROKEN = "lone_vectors,mixed_layouts,mma_mix,negstart"
+KNOWN_BROKEN = ""
 
 
 def kernel_rng(seed, index):

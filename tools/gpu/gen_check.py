@@ -44,8 +44,7 @@ import tkc_gpu as tg  # noqa: E402
 from gen.program import ALL_FEATURES, pick_runs  # noqa: E402
 
 # Features whose CUDA is known to differ from the interpreter, which CI's
-# checks cannot see: `cdiv` of a negative value is emitted as C's
-# `(a + b - 1) / b`, which truncates toward zero. Try them with --avoid=.
+# checks cannot see (none now); try them with --avoid=.
 GPU_KNOWN_BROKEN = ""
 
 # Launcher statuses that are restrictions of the generated code rather than

@@ -105,6 +105,12 @@ __device__ __forceinline__ void st_shared_v2_b32(uint32_t addr, uint32_t lo, uin
   asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(lo), "r"(hi) : "memory");
 }
 
+/// Writes 128 bits to shared memory at the 16-byte aligned byte address `addr`.
+__device__ __forceinline__ void st_shared_v4_b32(uint32_t addr, uint4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
 // --- shared -> register loads -----------------------------------------------------
 
 // Volatile, so that they stay behind the mbarrier wait that orders the

@@ -2,8 +2,11 @@
 // copies into swizzled shared tiles, shared buffers and their stage slots.
 #include "codegen/Expressions.h"
 #include "codegen/KernelEmitter.h"
+#include "ir/ScalarFacts.h"
 
+#include <algorithm>
 #include <cassert>
+#include <cctype>
 
 namespace tkc::codegen {
 
@@ -79,6 +82,8 @@ GlobalAccess KernelEmitter::describeAccess(const Op &op, const Value *global, si
       continue;
     }
     tileDims.push_back(d);
+    if (d + 1 == rank && offset != "0")
+      access.colOffset = op.operands[firstOffset + d];
     if (checked[d] && !g.dims[d].isStatic() && interiorTileCovers(g.dims[d].symbol, op.operands[firstOffset + d], sizes[d]))
       checked[d] = 0;
     std::string bound = checked[d] ? (offset == "0" ? dimSize(d) : fmt::format("({} - {})", dimSize(d), offset)) : "";
@@ -100,6 +105,15 @@ GlobalAccess KernelEmitter::describeAccess(const Op &op, const Value *global, si
     access.rowStride = stride(tileDims[0]);
   }
   return access;
+}
+
+std::string KernelEmitter::alignedColumns(const GlobalAccess &access, int elements) {
+  if (elements <= 1 || !access.colOffset || provablyMultipleOf(access.colOffset, elements))
+    return "";
+  std::string offset = scalar(access.colOffset);
+  bool simple = std::all_of(offset.begin(), offset.end(),
+                            [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return fmt::format("{} % {} == 0", simple ? offset : "(" + offset + ")", elements);
 }
 
 /// The shared tile an op defines, at the offset smem-plan gave it.
@@ -156,6 +170,10 @@ bool KernelEmitter::emitLoad(const Op &op) {
   if (vectorized) {
     int pieces = 8 * dtypeBytes(result->type.dtype) / 16;
     std::string full = andColumnTest(all, access, "col + 8 <= {}", "col");
+    // A slice that starts between 16-byte boundaries is read element by
+    // element.
+    if (std::string aligned = alignedColumns(access, 16 / dtypeBytes(result->type.dtype)); !aligned.empty())
+      full = conjunction({full, aligned});
     out_.open(fmt::format("if ({})", full));
     out_.open(fmt::format("TKC_UNROLL for (int piece = 0; piece < {}; ++piece)", pieces));
     out_.line("const uint4 v = tkc::load_global_16({} + piece * {});", address, 16 / dtypeBytes(result->type.dtype));
@@ -218,6 +236,9 @@ bool KernelEmitter::emitStore(const Op &op) {
   } else if (vectorized || pairs) {
     int width = step;
     std::string full = andColumnTest(all, access, fmt::format("col + {} <= {{}}", width), "col");
+    int alignment = vectorized && 8 * dtypeBytes(tile->type.dtype) % 16 == 0 ? 16 / dtypeBytes(tile->type.dtype) : 2;
+    if (std::string aligned = alignedColumns(access, alignment); !aligned.empty())
+      full = conjunction({full, aligned});
     out_.open(fmt::format("if ({})", full));
     if (vectorized && 8 * dtypeBytes(tile->type.dtype) % 16 == 0) {
       int perPiece = 16 / dtypeBytes(tile->type.dtype);
@@ -395,8 +416,35 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
     }
     out_.close();
   };
+  // A slice that starts between 16-byte boundaries: each thread gathers a
+  // chunk's elements and writes it to shared memory itself.
+  auto gatherLoop = [&]() {
+    out_.open(fmt::format("TKC_UNROLL for (int it = 0; it < {}; ++it)", iterations));
+    out_.line("const unsigned chunk = threadIdx.x + it * {}u;", threads);
+    if (total % threads)
+      out_.line("if (chunk >= {}u) break;", total);
+    out_.line("const int row = int(chunk / {}u), piece = int(chunk % {}u), col = piece * {};", chunksPerRow,
+              chunksPerRow, perChunk);
+    std::vector<std::string> conditions = uniform;
+    if (tile.shape.size() == 2)
+      appendRowTests(conditions, access);
+    conditions.push_back(andColumnTest("true", access, "col + p < {}", "col + p"));
+    out_.line("uint4 v = make_uint4(0, 0, 0, 0);");
+    out_.line("{0} *parts = reinterpret_cast<{0} *>(&v);", cType(tile.dtype));
+    out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) if ({}) parts[p] = ({})[p];", perChunk, conjunction(conditions),
+              source);
+    out_.line("tkc::st_shared_v4_b32({}, v);", destination);
+    out_.close();
+  };
   out_.open("");
   out_.line("const {} *src = {};", cType(tile.dtype), access.base);
+  std::string aligned = alignedColumns(access, perChunk);
+  if (!aligned.empty()) {
+    out_.open(fmt::format("if (!({}))", aligned));
+    gatherLoop();
+    out_.dedent();
+    out_.open("} else");
+  }
   std::string full = conjunction(fullTile);
   if (full == "true") {
     chunkLoop(false);
@@ -409,6 +457,8 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
     chunkLoop(true);
     out_.close();
   }
+  if (!aligned.empty())
+    out_.close();
   out_.close();
 }
 

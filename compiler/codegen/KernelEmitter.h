@@ -28,6 +28,9 @@ struct GlobalAccess {
   /// a tile row (column), gives the tensor's; else "".
   std::string rowStart;
   std::string colStart;
+  /// The start of the slice's contiguous dim (null where it is 0): vector
+  /// copies need it to be a multiple of their width (alignedColumns).
+  const ir::Value *colOffset = nullptr;
 };
 
 /// A tensor map a kernel takes as a `__grid_constant__` parameter: one per
@@ -71,6 +74,9 @@ private:
   void emitYield(const ir::Op &loop);
   void emitScalar(const ir::Op &op);
   std::string name(const ir::Value *v);
+  /// "" where the access's column start is provably a multiple of
+  /// `elements`, else the C condition that it is one at run time.
+  std::string alignedColumns(const GlobalAccess &access, int elements);
   std::string declareName(const ir::Value *v);
   /// The parameter holding the stride of a global tensor's dim.
   std::string strideName(const ir::Value *global, size_t dim);

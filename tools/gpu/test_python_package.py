@@ -8,6 +8,7 @@ against float64 SDPA. Needs a GPU, torch, nvcc and build/tools/tkc.
 """
 
 import math
+import os
 import subprocess
 import sys
 import unittest
@@ -83,8 +84,11 @@ class LoadAndCall(unittest.TestCase):
         self.assertLess(rel(c, a.double() @ b.double()), 1e-2)
 
     def test_user_script(self):
+        # As after `pip install python/`: the package on the path, nothing else.
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "python"),
+                                                                        os.environ.get("PYTHONPATH")])))
         out = subprocess.run([sys.executable, str(REPO / "python" / "examples" / "quickstart.py")],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, env=env)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
         self.assertEqual(len((REPO / "python" / "examples" / "quickstart.py").read_text().splitlines()) < 15, True)
 

@@ -54,11 +54,48 @@ bool checkFileScopeNames(const std::vector<std::string> &order,
   }
   return true;
 }
+
+/// `text` as a C string literal: quotes, backslashes and every byte outside
+/// printable ASCII escaped, so a file name cannot end the directive's line.
+std::string stringLiteral(const std::string &text) {
+  std::string literal = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\')
+      literal += {'\\', static_cast<char>(c)};
+    else if (c < 0x20 || c >= 0x7f)
+      literal += fmt::format("\\{:03o}", c);
+    else
+      literal += static_cast<char>(c);
+  }
+  return literal + "\"";
+}
+
+/// Replaces each kLineReset line with the `#line` of the line after it in
+/// the generated file.
+std::string resolveLineResets(const std::string &text, const std::string &outputLiteral) {
+  std::string result;
+  size_t lineNumber = 0, start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    std::string_view line(text.data() + start, (end == std::string::npos ? text.size() : end) - start);
+    ++lineNumber;
+    std::string_view trimmed = line.substr(std::min(line.find_first_not_of(' '), line.size()));
+    if (trimmed == kLineReset)
+      result += fmt::format("#line {} {}", lineNumber + 1, outputLiteral);
+    else
+      result += line;
+    if (end == std::string::npos)
+      break;
+    result += '\n';
+    start = end + 1;
+  }
+  return result;
+}
 } // namespace
 
 bool emitCuda(const std::vector<TargetModule> &modules, const std::string &sourceName, std::string &out,
               DiagnosticEngine &diags, const SourceManager *sources, std::string *header,
-              const std::string &headerGuard) {
+              const std::string &headerGuard, const std::string *outputName) {
   std::string file = sourceName;
   if (auto slash = file.find_last_of('/'); slash != std::string::npos)
     file = file.substr(slash + 1);
@@ -97,6 +134,8 @@ bool emitCuda(const std::vector<TargetModule> &modules, const std::string &sourc
     for (auto &kernel : part.module->kernels) {
       warnRegisterPressure(*kernel, diags, warnedAt);
       KernelEmitter emitter(*kernel, target, file, sources, body, wgmmaShapes, diags);
+      if (outputName)
+        emitter.setLineDirectives(stringLiteral(sourceName));
       if (modules.size() > 1)
         emitter.setSymbolSuffix(fmt::format("_{}", targetSymbol(target)));
       if (!emitter.emit())
@@ -127,6 +166,8 @@ bool emitCuda(const std::vector<TargetModule> &modules, const std::string &sourc
   }
   emitWgmmaWrappers(wgmmaShapes, writer);
   out = std::move(writer.text()) + body.text();
+  if (outputName)
+    out = resolveLineResets(out, stringLiteral(*outputName));
   if (header) {
     std::vector<std::pair<std::string, std::vector<TargetLaunch>>> kernels;
     for (auto &source : launcherOrder)

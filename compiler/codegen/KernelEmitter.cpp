@@ -96,6 +96,8 @@ void KernelEmitter::comment(const Op &op) {
   if (!op.loc.isValid() || static_cast<int>(op.loc.line) == lastCommentLine_)
     return;
   lastCommentLine_ = static_cast<int>(op.loc.line);
+  if (!lineFile_.empty())
+    out_.line("#line {} {}", op.loc.line, lineFile_);
   std::string_view text = sources_ ? sources_->lineText(op.loc.file, op.loc.line) : std::string_view();
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
     text.remove_prefix(1);
@@ -179,6 +181,8 @@ bool KernelEmitter::emit() {
   }
   addTensorMapParams(params); // sm_90a: tensor maps of the bulk copies
   int threads = kernel_.warps * 32;
+  if (!lineFile_.empty())
+    out_.line("#line {} {}", kernel_.loc.line, lineFile_);
   out_.line("// {}:{}: kernel {}", sourceName_, kernel_.loc.line, kernel_.name);
   // Kernels with accumulators aim at one block per SM: their tiles are sized
   // to fill it, and the accumulators need the registers more than a second
@@ -238,6 +242,8 @@ bool KernelEmitter::emit() {
   if (archSpecific)
     out_.line("#endif");
   out_.close();
+  if (!lineFile_.empty())
+    out_.line("{}", kLineReset);
   return ok_;
 }
 

@@ -52,6 +52,10 @@ bool copiesElementwise(const ir::Op &op);
 /// Emits the `__global__` function of one IR kernel. The methods are split
 /// over files by concern: KernelEmitter.cpp (structure, scalars, loops),
 /// EmitElementwise.cpp, EmitMemory.cpp, EmitMma.cpp.
+/// The line that ends a kernel function's `#line` span; emitCuda replaces
+/// it with the generated file's own `#line`.
+inline constexpr const char *kLineReset = "#line 1 \"<tkc: back to the generated file>\"";
+
 class KernelEmitter {
 public:
   /// Adds the wgmma forms the kernel calls to `wgmmaShapes`.
@@ -65,6 +69,11 @@ public:
   /// Appended to the function's name, so that one file can hold the
   /// kernels of several targets.
   void setSymbolSuffix(std::string suffix) { symbolSuffix_ = std::move(suffix); }
+  /// Precedes the code of each source line with `#line N FILE` (FILE a C
+  /// string literal), so that nvcc -lineinfo maps the instructions to the
+  /// .tk file; the function ends with kLineReset, which emitCuda turns into
+  /// the `#line` of the generated file.
+  void setLineDirectives(std::string fileLiteral) { lineFile_ = std::move(fileLiteral); }
 
 private:
   // KernelEmitter.cpp
@@ -191,6 +200,7 @@ private:
   const ir::Kernel &kernel_;
   const Target &target_;
   std::string sourceName_; // escaped for comments
+  std::string lineFile_;   // a C string literal; empty: no #line directives
   std::string symbolSuffix_;
   const SourceManager *sources_;
   CodeWriter &out_;

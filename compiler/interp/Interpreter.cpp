@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -22,8 +23,16 @@ double roundTo(DType dtype, double value) {
     float f = static_cast<float>(value);
     if (std::isnan(f) || std::isinf(f))
       return f;
-    if (dtype == DType::F16) // 10 explicit mantissa bits: round through the scale of the value
-      return std::ldexp(std::nearbyint(std::ldexp(static_cast<double>(f), 10 - std::ilogb(f))), std::ilogb(f) - 10);
+    if (f == 0)
+      return f;
+    if (dtype == DType::F16) {
+      // 10 explicit mantissa bits at the value's scale, which stops at
+      // 2^-14 (below it, subnormals keep a fixed step of 2^-24); past
+      // 65504 the value rounds to infinity.
+      int scale = std::max(std::ilogb(f), -14);
+      double rounded = std::ldexp(std::nearbyint(std::ldexp(static_cast<double>(f), 10 - scale)), scale - 10);
+      return std::fabs(rounded) > 65504 ? std::copysign(INFINITY, rounded) : rounded;
+    }
     uint32_t bits;
     std::memcpy(&bits, &f, 4);
     bits += 0x7fff + ((bits >> 16) & 1); // round to nearest even on the upper 16 bits

@@ -75,6 +75,10 @@ cl::opt<std::string> kernelName("kernel", cl::desc("Compile only the kernel with
                                 cl::value_desc("name"), cl::cat(tkcCategory));
 cl::opt<bool> printLocations("print-locations", cl::desc("Print `loc(LINE:COL)` after every IR op"),
                              cl::cat(tkcCategory));
+cl::opt<bool> noLineDirectives("no-line-directives",
+                               cl::desc("Leave out the `#line` directives that map the kernels' code to .tk lines "
+                                        "(for nvcc -lineinfo, profilers and debuggers)"),
+                               cl::cat(tkcCategory));
 cl::opt<bool> verifyEach("verify-each", cl::desc("Verify the IR after every pass (it is always verified after lowering)"),
                          cl::cat(tkcCategory));
 cl::opt<bool> warningsAsErrors("Werror", cl::desc("Treat warnings as errors"), cl::cat(tkcCategory));
@@ -284,8 +288,12 @@ std::optional<std::string> compile(const std::vector<Token> &tokens, const std::
     modules.push_back(std::move(module));
   }
   std::string cuda;
+  std::string outputName = outputPath.empty() ? defaultOutputPath() : outputPath.getValue();
+  if (outputName == "-")
+    outputName = "<stdout>";
   if (!codegen::emitCuda(parts, inputPath == "-" ? "<stdin>" : inputPath.getValue(), cuda, diags, &sources,
-                         headerPath.empty() ? nullptr : &header, headerGuard(headerPath)) ||
+                         headerPath.empty() ? nullptr : &header, headerGuard(headerPath),
+                         noLineDirectives ? nullptr : &outputName) ||
       diags.hasErrors())
     return std::nullopt;
   return cuda;

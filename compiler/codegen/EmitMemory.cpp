@@ -386,9 +386,8 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
     out_.line("tkc::cp_async_16(to + it * {}, from + it * round_stride, 16);", rowsPerRound * chunksPerRow * 16);
     out_.close();
   };
-  auto chunkLoop = [&](bool checked) {
-    if (!checked && sameChunk)
-      return sameChunkLoop();
+  // Opens the loop over the thread's chunks, with `row`, `piece` and `col`.
+  auto openChunks = [&]() {
     out_.open(fmt::format("TKC_UNROLL for (int it = 0; it < {}; ++it)", iterations));
     // Unsigned, so that the compiler sees each thread's column repeat from
     // one round to the next (a signed division is computed per round, and
@@ -398,6 +397,11 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
       out_.line("if (chunk >= {}u) break;", total);
     out_.line("const int row = int(chunk / {}u), piece = int(chunk % {}u), col = piece * {};", chunksPerRow,
               chunksPerRow, perChunk);
+  };
+  auto chunkLoop = [&](bool checked) {
+    if (!checked && sameChunk)
+      return sameChunkLoop();
+    openChunks();
     if (!checked) {
       out_.line("tkc::cp_async_16({}, {}, 16);", destination, source);
     } else {
@@ -419,12 +423,7 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
   // A slice that starts between 16-byte boundaries: each thread gathers a
   // chunk's elements and writes it to shared memory itself.
   auto gatherLoop = [&]() {
-    out_.open(fmt::format("TKC_UNROLL for (int it = 0; it < {}; ++it)", iterations));
-    out_.line("const unsigned chunk = threadIdx.x + it * {}u;", threads);
-    if (total % threads)
-      out_.line("if (chunk >= {}u) break;", total);
-    out_.line("const int row = int(chunk / {}u), piece = int(chunk % {}u), col = piece * {};", chunksPerRow,
-              chunksPerRow, perChunk);
+    openChunks();
     std::vector<std::string> conditions = uniform;
     if (tile.shape.size() == 2)
       appendRowTests(conditions, access);

@@ -13,6 +13,7 @@
 #include "lowering/LowerToIR.h"
 #include "passes/Pass.h"
 #include "support/FileIO.h"
+#include "Ptx.h"
 
 #include <fmt/format.h>
 #include <llvm/Support/CommandLine.h>
@@ -34,7 +35,7 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class EmitKind { Tokens, Ast, Ir, Cuda };
+enum class EmitKind { Tokens, Ast, Ir, Cuda, Ptx };
 enum class ColorMode { Auto, Always, Never };
 
 /// The name --print-after and --stop-after use for lowering itself.
@@ -59,8 +60,12 @@ cl::opt<EmitKind> emitKind("emit", cl::desc("What to produce"), cl::init(EmitKin
                            cl::values(clEnumValN(EmitKind::Tokens, "tokens", "one token per line"),
                                       clEnumValN(EmitKind::Ast, "ast", "the checked syntax tree"),
                                       clEnumValN(EmitKind::Ir, "ir", "the tile IR after the passes"),
-                                      clEnumValN(EmitKind::Cuda, "cuda", "CUDA C++ (default)")),
+                                      clEnumValN(EmitKind::Cuda, "cuda", "CUDA C++ (default)"),
+                                      clEnumValN(EmitKind::Ptx, "ptx",
+                                                 "PTX: the CUDA compiled by nvcc -ptx -lineinfo for the target")),
                            cl::cat(tkcCategory));
+cl::opt<std::string> nvccPath("nvcc", cl::desc("The nvcc that --emit=ptx runs (default: $NVCC, then PATH)"),
+                              cl::value_desc("path"), cl::cat(tkcCategory));
 cl::opt<std::string> passList("passes",
                               cl::desc("Passes to run: `all` (default), `none`, or a comma-separated list"),
                               cl::init("all"), cl::cat(tkcCategory));
@@ -108,13 +113,19 @@ bool useColor() {
   return isatty(STDERR_FILENO) && !(noColor && *noColor);
 }
 
+/// Whether the output is the generated code, or compiled from it.
+bool emitsCode() { return emitKind == EmitKind::Cuda || emitKind == EmitKind::Ptx; }
+
+/// The input's path without its `.tk`.
+std::string inputStem() {
+  llvm::StringRef path = inputPath;
+  return path.consume_back(".tk") ? path.str() : inputPath.getValue();
+}
+
 std::string defaultOutputPath() {
-  if (emitKind != EmitKind::Cuda || inputPath == "-")
+  if (!emitsCode() || inputPath == "-")
     return "-";
-  std::string path = inputPath;
-  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".tk") == 0)
-    path.resize(path.size() - 3);
-  return path + ".cu";
+  return inputStem() + (emitKind == EmitKind::Ptx ? ".ptx" : ".cu");
 }
 
 std::string printTokens(const std::vector<Token> &tokens) {
@@ -205,6 +216,8 @@ std::vector<const Target *> selectTargets(DiagnosticEngine &diags) {
   }
   if (ok && targets.size() > 1 && emitKind != EmitKind::Cuda)
     diags.report({}, DiagId::OptionNeedsCuda, "more than one target");
+  if (nvccPath.getNumOccurrences() && emitKind != EmitKind::Ptx)
+    diags.report({}, DiagId::OptionNeedsPtx, "`--nvcc`");
   if (!headerPath.empty() && emitKind != EmitKind::Cuda)
     diags.report({}, DiagId::OptionNeedsCuda, "`--emit-header`");
   return ok ? targets : std::vector<const Target *>{};
@@ -240,7 +253,7 @@ std::unique_ptr<ir::Module> lowerForTarget(ast::File &file, const Target &target
 
   // Every pass is needed for correct CUDA: without tail, smem-plan or
   // barriers the output compiles but computes the wrong thing.
-  if (emitKind == EmitKind::Cuda && (passList != "all" || !stopAfter.empty())) {
+  if (emitsCode() && (passList != "all" || !stopAfter.empty())) {
     diags.report({}, DiagId::PartialPipelineForCuda, passList != "all" ? "--passes" : "--stop-after");
     return nullptr;
   }
@@ -288,14 +301,20 @@ std::optional<std::string> compile(const std::vector<Token> &tokens, const std::
     modules.push_back(std::move(module));
   }
   std::string cuda;
+  // What the #line directives call the CUDA itself: the output, or for
+  // --emit=ptx the file `tkc --emit=cuda` would have written.
   std::string outputName = outputPath.empty() ? defaultOutputPath() : outputPath.getValue();
-  if (outputName == "-")
+  if (emitKind == EmitKind::Ptx)
+    outputName = inputPath == "-" ? "<stdin>.cu" : inputStem() + ".cu";
+  else if (outputName == "-")
     outputName = "<stdout>";
   if (!codegen::emitCuda(parts, inputPath == "-" ? "<stdin>" : inputPath.getValue(), cuda, diags, &sources,
                          headerPath.empty() ? nullptr : &header, headerGuard(headerPath),
                          noLineDirectives ? nullptr : &outputName) ||
       diags.hasErrors())
     return std::nullopt;
+  if (emitKind == EmitKind::Ptx)
+    return compileToPtx(cuda, {nvccPath, targets.front()->name}, diags);
   return cuda;
 }
 

@@ -9,6 +9,9 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cuda_runtime.h>
+#ifdef TKC_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
 
 namespace tkc::host {
 
@@ -136,3 +139,22 @@ inline int allow_shared_memory(char *message, PerDevice &allowed, int device, co
 }
 
 } // namespace tkc::host
+
+// Each launcher opens an NVTX range named after it (`tkc_softmax_sm90a`)
+// for its whole call when the generated code is compiled with -DTKC_NVTX,
+// so that Nsight Systems shows which tkc kernel each launch is. NVTX 3 is
+// header-only and part of the CUDA toolkit; without the macro the ranges
+// cost nothing.
+#ifdef TKC_NVTX
+namespace tkc::host {
+struct NvtxRange {
+  explicit NvtxRange(const char *name) { nvtxRangePushA(name); }
+  ~NvtxRange() { nvtxRangePop(); }
+  NvtxRange(const NvtxRange &) = delete;
+  NvtxRange &operator=(const NvtxRange &) = delete;
+};
+} // namespace tkc::host
+#define TKC_NVTX_RANGE(name) const ::tkc::host::NvtxRange tkc_nvtx_range(name)
+#else
+#define TKC_NVTX_RANGE(name) ((void)0)
+#endif

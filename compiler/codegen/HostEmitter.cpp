@@ -391,6 +391,7 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
   out.line("// The {} code: checks the arguments, picks the specialisation and launches; 0 on success.", target.name);
   out.open(fmt::format("extern \"C\" int {}_{}({})", fn, targetSymbol(target), launcherParameters(shape)));
   out.line("{}_message[0] = 0;", fn);
+  out.line("TKC_NVTX_RANGE(\"{}_{}\");", fn, targetSymbol(target));
   // Structural checks first: they read only the descriptors, so they answer
   // the same with or without a GPU.
   // Source names are printed as their C++ spelling in code (`n`) and as

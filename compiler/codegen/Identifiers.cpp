@@ -60,9 +60,9 @@ bool isReservedIdentifier(std::string_view name) {
   if (name.empty() || name[0] == '_' || isMacroStyle(name))
     return true;
   // Prefixes of the CUDA and C headers' names (cudaMalloc, cuMemAlloc,
-  // NV_HAS_FEATURE_SM_90a), of the runtime and launchers (tkc_...) and of
+  // NV_HAS_FEATURE_SM_90a, nvtxRangePushA), of the runtime and launchers (tkc_...) and of
   // the wgmma wrappers.
-  for (std::string_view prefix : {"cuda", "CU", "tkc", "TKC", "NV_", "wgmma"})
+  for (std::string_view prefix : {"cuda", "CU", "tkc", "TKC", "NV_", "nvtx", "wgmma"})
     if (startsWith(name, prefix))
       return true;
   // <math.h>'s constants: M_PI, M_1_PI, M_LN2f, ...

@@ -90,7 +90,8 @@ class LoadAndCall(unittest.TestCase):
         out = subprocess.run([sys.executable, str(REPO / "python" / "examples" / "quickstart.py")],
                              capture_output=True, text=True, env=env)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
-        self.assertEqual(len((REPO / "python" / "examples" / "quickstart.py").read_text().splitlines()) < 15, True)
+        self.assertIn("under torch.compile", out.stdout)
+        self.assertLess(len((REPO / "python" / "examples" / "quickstart.py").read_text().splitlines()), 15)
 
     def test_register_a_kernel_as_an_operator(self):
         op = tkc.torch.register(self.lib.gemm, name="gemm_test")

@@ -37,3 +37,15 @@ for python in (shutil.which("python3"), "/usr/bin/python3"):
         config.available_features.add("python-pip")
         config.substitutions.append(("%python_pip", python))
         break
+
+# The tree-sitter grammar's check builds tree-sitter 0.13's parser generator
+# and runtime from their npm packages, which tools/setup.sh fetches into
+# build/npm (TKC_TREE_SITTER_NPM names another folder holding them), and
+# evaluates the grammar with node.
+import glob
+tree_sitter_npm = os.environ.get("TKC_TREE_SITTER_NPM") or os.path.join(config.tkc_obj_root, "npm")
+if shutil.which("node") and glob.glob(os.path.join(tree_sitter_npm, "tree-sitter-cli-[0-9]*.tgz")) and \
+        glob.glob(os.path.join(tree_sitter_npm, "tree-sitter-[0-9]*.tgz")):
+    config.available_features.add("tree-sitter")
+    config.substitutions.append(("%tree_sitter_npm", tree_sitter_npm))
+    config.substitutions.append(("%tree_sitter_cache", os.path.join(config.tkc_obj_root, "npm", "cache")))

@@ -169,7 +169,10 @@ def corrupted_descs(w, size, overrides, target_param, how, base_of):
                 dtype = OTHER_DTYPE[p.dtype]
             elif how == "version":
                 version = tg.TKC_ABI_VERSION + 1
-        desc = tg.make_desc(ptr, shape, strides, dtype=dtype)
+            elif how == "host":
+                ptr = host_buffer(wl.numel(shape) * wl.DTYPE_BYTES[p.dtype] + 64)
+        device = 1 if p.name == target_param and how == "device-field" else 0
+        desc = tg.make_desc(ptr, shape, strides, dtype=dtype, device=device)
         if version is not None:
             desc.abi_version = version
         descs.append(desc)
@@ -197,10 +200,28 @@ def run_argchecks_host(w, target, launcher, report):
         report.line("PASS" if ok else "FAIL", name, f"argcheck:{label}", detail)
 
 
+# Host memory the device cases point at, kept alive for the whole run.
+_HOST_BUFFERS = []
+
+
+def host_buffer(nbytes):
+    import ctypes
+    _HOST_BUFFERS.append(ctypes.create_string_buffer(nbytes))
+    return ctypes.addressof(_HOST_BUFFERS[-1])
+
+
+def device_cases(w):
+    """Cases only a GPU can answer: host memory where device memory is
+    needed, and a descriptor that names another device than its memory's."""
+    first_in = next(p for p in w.params if not p.output)
+    return [(f"host-memory-{first_in.name}", w.argcheck_size, {}, first_in.name, "host", 9),
+            (f"device-field-{first_in.name}", w.argcheck_size, {}, first_in.name, "device-field", 9)]
+
+
 def run_argchecks_device(w, target, launcher, report, stream):
     import torch
     name = f"{w.name}.{target}"
-    for label, size, over, param, how, want in arg_cases(w):
+    for label, size, over, param, how, want in arg_cases(w) + device_cases(w):
         buffers = {}
 
         def real_base(p, shape):

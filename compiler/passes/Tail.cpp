@@ -630,9 +630,19 @@ private:
     inside.afterLoop = false;
     after.afterLoop = true;
     Limits args, results;
+    // Each new iter arg gets its yield operand now (the initial value stands
+    // in until the yielded limit is known): combining the yielded limits may
+    // carry other limits through this loop first, whose iter args and yield
+    // operands must not be interleaved with these.
     args.high = addCarried(loop, initial.high, name + "_limit", results.high);
-    if (low)
+    size_t highAt = yield.operands.size();
+    yield.operands.push_back(initial.high);
+    size_t lowAt = 0;
+    if (low) {
       args.lowOffset = addCarried(loop, initial.lowOffset, name + "_start", results.lowOffset);
+      lowAt = yield.operands.size();
+      yield.operands.push_back(initial.lowOffset);
+    }
     bounds_[inside] = args;
     bounds_[after] = results;
 
@@ -640,9 +650,9 @@ private:
     Limits next = combine(yielded, yield);
     Builder atYield(body, positionOf(yield));
     atYield.setLoc(yield.loc);
-    yield.operands.push_back(next.high ? next.high : atYield.constInt(std::numeric_limits<int32_t>::max()));
+    yield.operands[highAt] = next.high ? next.high : atYield.constInt(std::numeric_limits<int32_t>::max());
     if (low)
-      yield.operands.push_back(next.lowOffset ? next.lowOffset : atYield.constInt(0));
+      yield.operands[lowAt] = next.lowOffset ? next.lowOffset : atYield.constInt(0);
     return term.afterLoop ? results : args;
   }
 

@@ -1,13 +1,22 @@
 // fold: constant folding, boolean and integer identities, fusion of
 // `add(x, mma(a, b, 0))` into an accumulating `mma(a, b, x)`, and dead-code
 // elimination, repeated until nothing changes.
+//
+// An element of an elementwise result is padding (grammar/reference.md:
+// reductions skip it) where any of its tile operands is, including the
+// operands a constant condition or a deciding constant leaves unchosen. A
+// rewrite that drops operands therefore keeps only to the padding of what
+// replaces the op: it is made only where the dropped operands can hold no
+// padding that the replacement does not hold too.
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 #include "runtime/tkc_int.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace tkc {
@@ -135,9 +144,159 @@ std::optional<Attr> uniformConstantOf(const Value *v) {
 
 bool isTrue(const Attr &attr) { return !attrIsZero(attr); }
 
+/// One way an element of a tile may be padding: its index along `axis` is
+/// outside the dim `dim` of a slice starting at `offset` (a load's), or,
+/// for `opaque`, whatever padding that value holds (one the analysis does
+/// not follow: a loop's carried values, shared memory). An element is
+/// padding where any of its tile's reasons holds.
+struct PaddingReason {
+  const Dim *dim = nullptr;
+  const Value *offset = nullptr;
+  const Value *opaque = nullptr;
+  int64_t axis = -1;
+  bool sameAs(const PaddingReason &other) const {
+    if (opaque || other.opaque)
+      return opaque == other.opaque;
+    return axis == other.axis && *dim == *other.dim && sameScalar(offset, other.offset);
+  }
+};
+using PaddingReasons = std::vector<PaddingReason>;
+
+void addReason(PaddingReasons &into, const PaddingReason &reason) {
+  for (const PaddingReason &existing : into)
+    if (existing.sameAs(reason))
+      return;
+  into.push_back(reason);
+}
+
+/// The reasons a tile may hold padding, following its computation as the
+/// tail pass and the interpreter do.
+class PaddingOrigins {
+public:
+  explicit PaddingOrigins(const Kernel &kernel) : kernel_(kernel) {}
+
+  const PaddingReasons &of(const Value *v) {
+    if (auto it = memo_.find(v); it != memo_.end())
+      return it->second;
+    PaddingReasons reasons = compute(v);
+    return memo_[v] = std::move(reasons);
+  }
+
+  /// Whether every element that is padding in `dropped` is padding in `kept`.
+  bool covers(const Value *kept, const Value *dropped) {
+    if (!dropped->type.isTile())
+      return true;
+    const PaddingReasons &droppedReasons = of(dropped);
+    if (droppedReasons.empty())
+      return true;
+    if (!kept->type.isTile())
+      return false;
+    PaddingReasons keptReasons = of(kept);
+    for (const PaddingReason &reason : droppedReasons)
+      if (std::none_of(keptReasons.begin(), keptReasons.end(),
+                       [&](const PaddingReason &k) { return k.sameAs(reason); }))
+        return false;
+    return true;
+  }
+
+private:
+  PaddingReasons compute(const Value *v) {
+    if (!v->type.isTile())
+      return {};
+    PaddingReasons opaque = {PaddingReason{.opaque = v}};
+    const Op *def = v->definingOp;
+    if (!def)
+      return opaque; // a loop's iter arg
+    auto anyOpaque = [](const PaddingReasons &reasons) {
+      return std::any_of(reasons.begin(), reasons.end(), [](const PaddingReason &r) { return r.opaque; });
+    };
+    switch (def->kind) {
+    case OpKind::Const:
+    case OpKind::Fill:
+    case OpKind::Iota:
+    case OpKind::Undef: return {};
+    case OpKind::Load: {
+      PaddingReasons result;
+      const Value *global = def->operands[0];
+      std::vector<int64_t> sizes = def->listAttr("sizes");
+      int64_t axis = 0;
+      for (size_t d = 0; d < sizes.size() && d < global->type.dims.size() && 1 + d < def->operands.size(); ++d) {
+        if (sizes[d] == 0)
+          continue; // a dropped dim has no tile axis
+        const Dim &dim = global->type.dims[d];
+        const Value *offset = def->operands[1 + d];
+        if (!provablyInBounds(kernel_, dim, sizes[d], offset) || !provablyNonNegative(offset))
+          addReason(result, {.dim = &dim, .offset = offset, .axis = axis});
+        ++axis;
+      }
+      return result;
+    }
+    case OpKind::Cast:
+    case OpKind::Convert: return of(def->operands[0]);
+    case OpKind::Reduce: {
+      // Rows (or columns) that are padding stay padding; shared partial
+      // results of a column reduction keep the columns as their second axis.
+      const PaddingReasons &input = of(def->operands[0]);
+      if (anyOpaque(input) || def->operands[0]->type.shape.size() != 2)
+        return opaque;
+      int64_t keptIn = 1 - def->intAttr("axis");
+      int64_t keptOut = v->type.shape.size() == 2 ? 1 : 0;
+      PaddingReasons result;
+      for (PaddingReason reason : input)
+        if (reason.axis == keptIn) {
+          reason.axis = keptOut;
+          addReason(result, reason);
+        }
+      return result;
+    }
+    case OpKind::Broadcast: {
+      const PaddingReasons &input = of(def->operands[0]);
+      if (anyOpaque(input))
+        return opaque;
+      PaddingReasons result;
+      for (PaddingReason reason : input) {
+        reason.axis = 1 - def->intAttr("axis");
+        addReason(result, reason);
+      }
+      return result;
+    }
+    case OpKind::Mma: {
+      const PaddingReasons &a = of(def->operands[0]), &b = of(def->operands[1]), &c = of(def->operands[2]);
+      if (anyOpaque(a) || anyOpaque(b))
+        return opaque;
+      int64_t aRows = def->intAttr("trans_a") ? 1 : 0, bCols = def->intAttr("trans_b") ? 0 : 1;
+      PaddingReasons result = c;
+      for (PaddingReason reason : a)
+        if (reason.axis == aRows) {
+          reason.axis = 0;
+          addReason(result, reason);
+        }
+      for (PaddingReason reason : b)
+        if (reason.axis == bCols) {
+          reason.axis = 1;
+          addReason(result, reason);
+        }
+      return result;
+    }
+    default: break;
+    }
+    bool elementwise = (def->kind >= OpKind::Add && def->kind <= OpKind::Tanh) || def->kind == OpKind::Cast;
+    if (!elementwise || def->results.size() != 1)
+      return opaque;
+    PaddingReasons result;
+    for (const Value *operand : def->operands)
+      for (const PaddingReason &reason : of(operand))
+        addReason(result, reason);
+    return result;
+  }
+
+  const Kernel &kernel_;
+  std::map<const Value *, PaddingReasons> memo_;
+};
+
 class Folder {
 public:
-  explicit Folder(Block &root) : root_(root), uses_(countUses(root)) {}
+  Folder(const Kernel &kernel, Block &root) : root_(root), uses_(countUses(root)), padding_(kernel) {}
 
   /// One sweep over every op; true if anything changed.
   bool foldBlock(Block &block) {
@@ -198,12 +357,18 @@ private:
     return false;
   }
 
-  /// select(c, a, b) with a constant condition (scalar or uniform tile).
+  /// select(c, a, b) with a constant condition (scalar or uniform tile),
+  /// where the operand not chosen holds no padding that the chosen one
+  /// does not (`where(0, x, 1.0)` on a loaded x keeps x's padding).
   bool foldSelect(Op &op) {
     auto condition = uniformConstantOf(op.operands[0]);
     if (!condition)
       return false;
-    return replaceWith(op, isTrue(*condition) ? op.operands[1] : op.operands[2]);
+    Value *chosen = isTrue(*condition) ? op.operands[1] : op.operands[2];
+    Value *other = isTrue(*condition) ? op.operands[2] : op.operands[1];
+    if (!padding_.covers(chosen, other) || !padding_.covers(chosen, op.operands[0]))
+      return false;
+    return replaceWith(op, chosen);
   }
 
   /// or/and with one constant operand: the constant either decides the result
@@ -216,10 +381,13 @@ private:
       Value *other = op.operands[1 - constantSide];
       bool decides = op.kind == OpKind::Or ? isTrue(*constant) : !isTrue(*constant);
       if (decides) {
+        // A tile `fill` holds no padding: the other operand must hold none.
+        if (op.result()->type.isTile() && !padding_.covers(op.operands[constantSide], other))
+          continue;
         becomeConstant(op, Attr(int64_t(op.kind == OpKind::Or)));
         return true;
       }
-      if (replaceWith(op, other))
+      if (padding_.covers(other, op.operands[constantSide]) && replaceWith(op, other))
         return true;
     }
     return false;
@@ -275,6 +443,7 @@ private:
 
   Block &root_;
   UseCounts uses_;
+  PaddingOrigins padding_;
 };
 
 /// Integer divisions by a divisor that folded to zero, and grid extents that
@@ -312,10 +481,10 @@ public:
     return "fold constants, fuse add(x, mma(a, b, 0)) into mma(a, b, x), remove dead code";
   }
   bool run(Module &module, const Target &, DiagnosticEngine &diags) override {
-    forEachKernelBlock(module, [](Kernel &, Block &root) {
+    forEachKernelBlock(module, [](Kernel &kernel, Block &root) {
       bool changed = true;
       while (changed) {
-        changed = Folder(root).foldBlock(root);
+        changed = Folder(kernel, root).foldBlock(root);
         changed |= eliminateDeadCode(root);
       }
     });

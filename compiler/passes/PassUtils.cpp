@@ -392,5 +392,69 @@ int64_t loopRegisters(const ir::Op &loop, const ir::Op *except) {
   return registers;
 }
 
-} // namespace tkc::passes
+/// offset is `mul(x, c)` or `mul(c, x)` with c a multiple of `size`.
+static bool isScaledByMultipleOf(const Value *offset, int64_t size) {
+  const Op *def = offset->definingOp;
+  if (!def || def->kind != OpKind::Mul)
+    return false;
+  for (const Value *factor : def->operands)
+    if (auto c = constantIntOf(factor); c && *c % size == 0)
+      return true;
+  return false;
+}
 
+/// True when `index` is the block's coordinate along a grid axis whose
+/// extent is the kernel parameter that sizes `dim` (`grid(..., H, B)`
+/// indexing `[block.z, block.y, ...]`): the host launches exactly that many
+/// blocks along the axis, and a persistent kernel's tiles cover the same
+/// range.
+static bool isBlockIndexOfExactGrid(const Kernel &kernel, const Dim &dim, const Value *index) {
+  const Op *def = index->definingOp;
+  if (dim.isStatic() || !def || def->kind != OpKind::BlockId || kernel.launch.ops.empty())
+    return false;
+  const Op &grid = *kernel.launch.ops.back();
+  int64_t axis = def->intAttr("axis");
+  if (grid.kind != OpKind::Grid || axis < 0 || axis >= static_cast<int64_t>(grid.operands.size()))
+    return false;
+  const Value *extent = grid.operands[axis];
+  return !extent->definingOp && extent->nameHint == dim.symbol;
+}
+
+/// True when the slice [offset, offset + size) (or the single index `offset`
+/// when size is 0) provably lies inside a dim.
+bool provablyInBounds(const Kernel &kernel, const Dim &dim, int64_t size, const Value *offset) {
+  if (size == 0 && isBlockIndexOfExactGrid(kernel, dim, offset))
+    return true;
+  if (!dim.isStatic())
+    return false;
+  auto c = constantIntOf(offset);
+  if (size == 0)
+    return c && *c >= 0 && *c < dim.size;
+  if (size == dim.size && c && *c == 0)
+    return true;
+  if (dim.size % size != 0)
+    return false;
+  if (c)
+    return *c >= 0 && *c % size == 0 && *c + size <= dim.size;
+  // A tile-aligned offset into a dim that tiles exactly: the launch grid is
+  // assumed to cover the tensor, not to run past it.
+  return isScaledByMultipleOf(offset, size);
+}
+
+/// True when two scalars are computed the same way from the same values
+/// (lowering recomputes `block.x * 64` at every use).
+bool sameScalar(const Value *a, const Value *b) {
+  if (a == b)
+    return true;
+  const Op *x = a->definingOp, *y = b->definingOp;
+  if (!x || !y || x->kind != y->kind || x->body || y->body || x->results.size() != 1 ||
+      y->results.size() != 1 || x->attrs != y->attrs || x->operands.size() != y->operands.size() ||
+      x->kind == OpKind::For)
+    return false;
+  for (size_t i = 0; i < x->operands.size(); ++i)
+    if (!sameScalar(x->operands[i], y->operands[i]))
+      return false;
+  return true;
+}
+
+} // namespace tkc::passes

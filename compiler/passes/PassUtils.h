@@ -109,6 +109,16 @@ std::optional<int64_t> constantIntOf(const ir::Value *v);
 /// A slice that starts at such an offset cannot begin before its tensor.
 bool provablyNonNegative(const ir::Value *v);
 
+/// True when the slice [offset, offset + size) (or the single index `offset`
+/// when size is 0) of a global access provably lies inside `dim` (at its
+/// high end: the start may still lie before the tensor, which
+/// provablyNonNegative answers).
+bool provablyInBounds(const ir::Kernel &kernel, const ir::Dim &dim, int64_t size, const ir::Value *offset);
+
+/// True when two scalars are computed the same way from the same values
+/// (lowering recomputes `block.x * 64` at every use).
+bool sameScalar(const ir::Value *a, const ir::Value *b);
+
 /// An f32 register vector with a value per row or column of an accumulator
 /// (attention backward's L and Delta), which the pipelining passes copy
 /// through staged shared vectors like the tiles.

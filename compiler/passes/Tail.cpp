@@ -23,55 +23,6 @@ using namespace passes;
 
 // --- checked ----------------------------------------------------------------
 
-/// offset is `mul(x, c)` or `mul(c, x)` with c a multiple of `size`.
-bool isScaledByMultipleOf(const Value *offset, int64_t size) {
-  const Op *def = offset->definingOp;
-  if (!def || def->kind != OpKind::Mul)
-    return false;
-  for (const Value *factor : def->operands)
-    if (auto c = constantIntOf(factor); c && *c % size == 0)
-      return true;
-  return false;
-}
-
-/// True when `index` is the block's coordinate along a grid axis whose
-/// extent is the kernel parameter that sizes `dim` (`grid(..., H, B)`
-/// indexing `[block.z, block.y, ...]`): the host launches exactly that many
-/// blocks along the axis, and a persistent kernel's tiles cover the same
-/// range.
-bool isBlockIndexOfExactGrid(const Kernel &kernel, const Dim &dim, const Value *index) {
-  const Op *def = index->definingOp;
-  if (dim.isStatic() || !def || def->kind != OpKind::BlockId || kernel.launch.ops.empty())
-    return false;
-  const Op &grid = *kernel.launch.ops.back();
-  int64_t axis = def->intAttr("axis");
-  if (grid.kind != OpKind::Grid || axis < 0 || axis >= static_cast<int64_t>(grid.operands.size()))
-    return false;
-  const Value *extent = grid.operands[axis];
-  return !extent->definingOp && extent->nameHint == dim.symbol;
-}
-
-/// True when the slice [offset, offset + size) (or the single index `offset`
-/// when size is 0) provably lies inside a dim.
-bool provablyInBounds(const Kernel &kernel, const Dim &dim, int64_t size, const Value *offset) {
-  if (size == 0 && isBlockIndexOfExactGrid(kernel, dim, offset))
-    return true;
-  if (!dim.isStatic())
-    return false;
-  auto c = constantIntOf(offset);
-  if (size == 0)
-    return c && *c >= 0 && *c < dim.size;
-  if (size == dim.size && c && *c == 0)
-    return true;
-  if (dim.size % size != 0)
-    return false;
-  if (c)
-    return *c >= 0 && *c % size == 0 && *c + size <= dim.size;
-  // A tile-aligned offset into a dim that tiles exactly: the launch grid is
-  // assumed to cover the tensor, not to run past it.
-  return isScaledByMultipleOf(offset, size);
-}
-
 /// Index of the first offset operand of a global access.
 unsigned firstOffsetOperand(const Op &op) {
   switch (op.kind) {
@@ -129,22 +80,6 @@ struct AxisPadding {
 
 /// Tile axis -> its padding; absent axes have none.
 using Padding = std::map<int64_t, AxisPadding>;
-
-/// True when two scalars are computed the same way from the same values
-/// (lowering recomputes `block.x * 64` at every use).
-bool sameScalar(const Value *a, const Value *b) {
-  if (a == b)
-    return true;
-  const Op *x = a->definingOp, *y = b->definingOp;
-  if (!x || !y || x->kind != y->kind || x->body || y->body || x->results.size() != 1 ||
-      y->results.size() != 1 || x->attrs != y->attrs || x->operands.size() != y->operands.size() ||
-      x->kind == OpKind::For)
-    return false;
-  for (size_t i = 0; i < x->operands.size(); ++i)
-    if (!sameScalar(x->operands[i], y->operands[i]))
-      return false;
-  return true;
-}
 
 const Dim &globalDimOf(const Op &access, unsigned d) { return access.operands[globalOperand(access)]->type.dims[d]; }
 const Value *offsetOf(const Op &access, unsigned d) { return access.operands[firstOffsetOperand(access) + d]; }
@@ -630,9 +565,19 @@ private:
     inside.afterLoop = false;
     after.afterLoop = true;
     Limits args, results;
+    // Each new iter arg gets its yield operand now (the initial value stands
+    // in until the yielded limit is known): combining the yielded limits may
+    // carry other limits through this loop first, whose iter args and yield
+    // operands must not be interleaved with these.
     args.high = addCarried(loop, initial.high, name + "_limit", results.high);
-    if (low)
+    size_t highAt = yield.operands.size();
+    yield.operands.push_back(initial.high);
+    size_t lowAt = 0;
+    if (low) {
       args.lowOffset = addCarried(loop, initial.lowOffset, name + "_start", results.lowOffset);
+      lowAt = yield.operands.size();
+      yield.operands.push_back(initial.lowOffset);
+    }
     bounds_[inside] = args;
     bounds_[after] = results;
 
@@ -640,9 +585,9 @@ private:
     Limits next = combine(yielded, yield);
     Builder atYield(body, positionOf(yield));
     atYield.setLoc(yield.loc);
-    yield.operands.push_back(next.high ? next.high : atYield.constInt(std::numeric_limits<int32_t>::max()));
+    yield.operands[highAt] = next.high ? next.high : atYield.constInt(std::numeric_limits<int32_t>::max());
     if (low)
-      yield.operands.push_back(next.lowOffset ? next.lowOffset : atYield.constInt(0));
+      yield.operands[lowAt] = next.lowOffset ? next.lowOffset : atYield.constInt(0);
     return term.afterLoop ? results : args;
   }
 

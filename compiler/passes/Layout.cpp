@@ -259,19 +259,29 @@ private:
     std::set<Value *> accClasses;
     for (Value *acc : accumulators_)
       accClasses.insert(classes_.find(acc));
-    // Two-dimensional classes first.
+    // Two-dimensional classes first. Classes are visited in program order
+    // (the first member's position), so that the first error reported does
+    // not depend on where values were allocated.
     std::map<Value *, std::vector<Value *>> members;
+    std::vector<Value *> order;
+    auto addMember = [&](Value *v) {
+      std::vector<Value *> &values = members[classes_.find(v)];
+      if (values.empty())
+        order.push_back(classes_.find(v));
+      values.push_back(v);
+    };
     walk(kernel_.body, [&](Op &op) {
       for (auto &r : op.results)
         if (r->type.isTile() && !shared_.count(r.get()))
-          members[classes_.find(r.get())].push_back(r.get());
+          addMember(r.get());
       if (op.body)
         for (auto &a : op.body->args)
           if (a->type.isTile())
-            members[classes_.find(a.get())].push_back(a.get());
+            addMember(a.get());
     });
     std::set<Value *> rowsOnly = rowsOnlyClasses();
-    for (auto &[root, values] : members) {
+    for (Value *root : order) {
+      const std::vector<Value *> &values = members[root];
       if (values.front()->type.shape.size() != 2)
         continue;
       // Tiles narrower than 256 columns give each row fewer lanes.
@@ -291,7 +301,8 @@ private:
     // disagree (the others get a conversion); a vector linked to none (say,
     // loaded and stored back) is spread like a strip column where its length
     // allows, else over the lanes of each warp.
-    for (auto &[root, values] : members) {
+    for (Value *root : order) {
+      const std::vector<Value *> &values = members[root];
       if (values.front()->type.shape.size() != 1)
         continue;
       Layout chosen;
@@ -319,8 +330,8 @@ private:
         converted_.push_back({*link, candidate});
       }
     }
-    for (auto &[root, values] : members)
-      if (!checkShape(values.front(), classLayout_[root]))
+    for (Value *root : order)
+      if (!checkShape(members[root].front(), classLayout_[root]))
         return false;
     return true;
   }
@@ -400,14 +411,26 @@ private:
 
   bool fail(Value *v, const std::string &why) {
     SourceLocation loc = v->definingOp ? v->definingOp->loc : kernel_.loc;
-    diags_.report(loc, DiagId::NoLayoutForValue, v->nameHint.empty() ? "value" : v->nameHint, why);
+    diags_.report(loc, DiagId::NoLayoutForValue, describe(*v), why);
     return false;
   }
 
   /// Reports at the op that needs the value (where the fix belongs).
   bool failAt(const Op &user, Value *v, const std::string &why) {
-    diags_.report(user.loc, DiagId::NoLayoutForValue, v->nameHint.empty() ? "value" : v->nameHint, why);
+    diags_.report(user.loc, DiagId::NoLayoutForValue, describe(*v), why);
     return false;
+  }
+
+  /// A value as the source names it: its variable, the reduction that
+  /// computes it, or else the expression the caret points at (lowering's
+  /// own values, such as an `mma`'s zero accumulator, have no source name).
+  static std::string describe(const Value &v) {
+    if (!v.nameHint.empty())
+      return fmt::format("`{}`", v.nameHint);
+    if (v.definingOp && v.definingOp->kind == OpKind::Reduce)
+      return fmt::format("the result of `{}{}`", v.definingOp->intAttr("axis") == 1 ? "row" : "col",
+                         v.definingOp->strAttr("kind"));
+    return "this expression";
   }
 
   void applyTypes(Block &block) {

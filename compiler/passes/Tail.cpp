@@ -59,6 +59,10 @@ void setChecked(const Kernel &kernel, Op &op) {
 /// one of its iter args (inside the body, or after the loop). Materialised
 /// only when a mask needs it.
 struct BoundTerm {
+  /// The program position of `load` or `loop`, compared first: sets of
+  /// terms then iterate in program order, not by address, and the limits
+  /// they combine into print the same on every run.
+  size_t order = 0;
   Op *load = nullptr;
   unsigned globalDim = 0;
   Op *loop = nullptr;
@@ -158,6 +162,7 @@ public:
 
   void run() {
     walk(kernel_.body, [&](Op &op) {
+      order_.emplace(&op, order_.size());
       if (firstOffsetOperand(op) != 0)
         setChecked(kernel_, op);
     });
@@ -214,7 +219,8 @@ private:
       }
       for (auto &[axis, padding] : next)
         if (padding.terms.size() == 1 && padding.terms.begin()->loop == &loop)
-          padding.terms = {BoundTerm{.loop = &loop, .iterArg = i, .axis = axis, .afterLoop = true}};
+          padding.terms = {
+              BoundTerm{.order = order_.at(&loop), .loop = &loop, .iterArg = i, .axis = axis, .afterLoop = true}};
       padding_[loop.result(i)] = std::move(next);
     }
   }
@@ -223,7 +229,7 @@ private:
   /// carries there: its terms where they hold throughout the loop, else the
   /// loop's own carried limit (which covers both the initial and the yielded
   /// values).
-  static void absorb(Padding &into, int64_t axis, const AxisPadding &padding, Op &loop, size_t i) {
+  void absorb(Padding &into, int64_t axis, const AxisPadding &padding, Op &loop, size_t i) const {
     auto it = into.find(axis);
     bool alreadyCarried =
         it != into.end() && it->second.terms.size() == 1 && it->second.terms.begin()->loop == &loop;
@@ -234,7 +240,7 @@ private:
       return;
     }
     AxisPadding limit = it == into.end() ? AxisPadding{} : it->second;
-    limit.terms = {BoundTerm{.loop = &loop, .iterArg = i, .axis = axis}};
+    limit.terms = {BoundTerm{.order = order_.at(&loop), .loop = &loop, .iterArg = i, .axis = axis}};
     limit.origins.insert(padding.origins.begin(), padding.origins.end());
     limit.knownZero = false;
     into[axis] = std::move(limit);
@@ -252,7 +258,7 @@ private:
           continue; // a dropped dim has no tile axis
         if ((d < checked.size() && checked[d]) || (d < checkedLow.size() && checkedLow[d])) {
           Op *load = const_cast<Op *>(&op);
-          result[tileAxis] = {{BoundTerm{.load = load, .globalDim = d}}, {{load, d}}, true};
+          result[tileAxis] = {{BoundTerm{.order = order_.at(load), .load = load, .globalDim = d}}, {{load, d}}, true};
         }
         ++tileAxis;
       }
@@ -614,6 +620,7 @@ private:
   }
 
   Kernel &kernel_;
+  std::map<const Op *, size_t> order_; ///< each op's position in the kernel before the pass
   std::map<const Value *, Padding> padding_;
   std::map<const Op *, std::vector<Padding>> carried_;
   bool grew_ = false;

@@ -104,16 +104,19 @@ class LauncherTest(unittest.TestCase):
 
     def args(self, **change):
         t = dict(X=FakeTensor((8, 1024)), W=FakeTensor((1024,), address=0x7F0000100000),
-                 Bias=FakeTensor((1024,), address=0x7F0000200000), Y=FakeTensor((8, 1024), address=0x7F0000300000))
+                 Bias=FakeTensor((1024,), address=0x7F0000200000), Y=FakeTensor((8, 1024), address=0x7F0000300000),
+                 Mean=FakeTensor((8,), "f32", address=0x7F0000400000),
+                 Rstd=FakeTensor((8,), "f32", address=0x7F0000500000))
         t.update(change)
-        return [t["X"], t["W"], t["Bias"], t["Y"]]
+        return [t[name] for name in ("X", "W", "Bias", "Y", "Mean", "Rstd")]
 
     def test_info_describes_the_kernel(self):
         info = self.ln.info
         self.assertEqual(info.name, "layernorm")
         self.assertEqual([(p.name, p.dtype, p.output, p.dims) for p in info.tensors],
                          [("X", "bf16", False, ("R", "D")), ("W", "bf16", False, ("D",)),
-                          ("Bias", "bf16", False, ("D",)), ("Y", "bf16", True, ("R", "D"))])
+                          ("Bias", "bf16", False, ("D",)), ("Y", "bf16", True, ("R", "D")),
+                          ("Mean", "f32", True, ("R",)), ("Rstd", "f32", True, ("R",))])
         self.assertEqual(info.constants, ())
         self.assertEqual(info.wheres, {"D": ((1024, 2048, 4096), False)})
         self.assertEqual(info.targets, ("sm_80",))
@@ -141,6 +144,8 @@ class LauncherTest(unittest.TestCase):
                           self.args(X=FakeTensor((8, 96)), W=FakeTensor((96,)), Bias=FakeTensor((96,)),
                                     Y=FakeTensor((8, 96))))
         self.check_raises(tkc.ShapeError, "W.sizes[0] is 2048", self.args(W=FakeTensor((2048,))))
+        self.check_raises(tkc.ShapeError, "Rstd.sizes[0] is 4",
+                          self.args(Rstd=FakeTensor((4,), "f32", address=0x7F0000500000)))
 
     def test_a_valid_call_passes_every_structural_check(self):
         # No GPU here: the device query fails (CudaError); on a GPU the
@@ -164,6 +169,14 @@ class LauncherTest(unittest.TestCase):
             self.ln(*self.args(), 1)
         with self.assertRaises(TypeError):
             self.ln(*self.args()[:3], "not a tensor")
+
+    def test_the_backward_kernels_are_in_the_library(self):
+        bwd = self.lib.layernorm_bwd.info
+        self.assertEqual([(p.name, p.dtype, p.output) for p in bwd.tensors],
+                         [("dY", "bf16", False), ("X", "bf16", False), ("W", "bf16", False), ("Mean", "f32", False),
+                          ("Rstd", "f32", False), ("dX", "bf16", True), ("dWp", "f32", True), ("dBp", "f32", True)])
+        self.assertEqual(bwd.wheres, {"D": ((1024,), False)})
+        self.assertEqual([p.name for p in self.lib.layernorm_bwd_dwdb.info.outputs], ["dW", "dBias"])
 
     def test_per_target_launchers(self):
         sm80 = self.lib.launcher("layernorm", "sm_80")

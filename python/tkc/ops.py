@@ -1,7 +1,8 @@
 """Ready-made operators from the example kernels, registered with torch:
 
     tkc.ops.attention(q, k, v, causal=False)   # [B, H, N, D] bf16, D in {64, 128}; with autograd
-    tkc.ops.layernorm(x, weight, bias)         # [..., D] bf16, D in {1024, 2048, 4096}; forward only
+    tkc.ops.layernorm(x, weight, bias)         # [..., D] bf16, D in {1024, 2048, 4096}; autograd at D = 1024
+    tkc.ops.rms_norm(x, weight)                # [..., D] bf16, D in {1024, 2048, 4096}; autograd at D = 1024
 
 The kernels are built on first use (tkc.load). Their sources are found in
 $TKC_KERNEL_DIR or the checkout's examples/.
@@ -93,36 +94,139 @@ def attention(q, k, v, causal=False):
     return attention_fwd(q, k, v, int(bool(causal)))[0]
 
 
-# --- layer norm ------------------------------------------------------------------
+# --- layer norm and RMS norm ------------------------------------------------------
+#
+# Both backwards sum dW (and dBias) over the rows in two kernels: per-block
+# partials over 32 rows each, then their column sums, so that the result is
+# the same on every run.
+
+_NORM_ROWS_PER_BLOCK = 32
+
+
+def _partials(x):
+    return torch.empty((-(-x.shape[0] // _NORM_ROWS_PER_BLOCK), x.shape[1]), dtype=torch.float32, device=x.device)
+
+
+def _rows_2d(x):
+    return x.reshape(-1, x.shape[-1]).contiguous()
 
 
 @torch.library.custom_op("tkc::layernorm", mutates_args=(), device_types="cuda")
-def layernorm_fwd(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """Y = (X - mean) / sqrt(var + 1e-5) * W + Bias over the last dim of a 2-d X."""
+def layernorm_fwd(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor,
+                                                                                        torch.Tensor]:
+    """Y = (X - mean) * rstd * W + Bias over the last dim of a 2-d X, with
+    rstd = 1 / sqrt(var + 1e-5); also the rows' mean and rstd (f32)."""
     y = torch.empty_like(x, memory_format=torch.contiguous_format)
-    call_with_outputs(library("layernorm").layernorm, (x, weight, bias), (), (y,))
-    return y
+    mean = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
+    rstd = torch.empty_like(mean)
+    library("layernorm").layernorm(x, weight, bias, y, mean, rstd)
+    return y, mean, rstd
 
 
 @layernorm_fwd.register_fake
 def _(x, weight, bias):
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
+    stats = x.new_empty(x.shape[:1], dtype=torch.float32)
+    return torch.empty_like(x, memory_format=torch.contiguous_format), stats, torch.empty_like(stats)
 
 
-def _no_layernorm_backward(ctx, grad):
-    raise NotImplementedError("tkc.ops.layernorm has no backward: examples/ holds no layer-norm backward kernel")
+@torch.library.custom_op("tkc::layernorm_bwd", mutates_args=(), device_types="cuda")
+def layernorm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: torch.Tensor,
+                  rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dX, dW, dBias (dW and dBias f32) from dY, X, W and the forward's mean
+    and rstd: two kernels (dX with per-block partials, their column sums)."""
+    lib = library("layernorm")
+    dx = torch.empty_like(x, memory_format=torch.contiguous_format)
+    dwp, dbp = _partials(x), _partials(x)
+    dw = torch.empty(x.shape[1], dtype=torch.float32, device=x.device)
+    db = torch.empty_like(dw)
+    lib.layernorm_bwd(dy, x, weight, mean, rstd, dx, dwp, dbp)
+    lib.layernorm_bwd_dwdb(dwp, dbp, dw, db)
+    return dx, dw, db
 
 
-layernorm_fwd.register_autograd(_no_layernorm_backward)
+@layernorm_bwd.register_fake
+def _(dy, x, weight, mean, rstd):
+    dw = x.new_empty(x.shape[1:], dtype=torch.float32)
+    return torch.empty_like(x, memory_format=torch.contiguous_format), dw, torch.empty_like(dw)
+
+
+def _layernorm_setup(ctx, inputs, output):
+    x, weight, bias = inputs
+    _, mean, rstd = output
+    ctx.save_for_backward(x, weight, mean, rstd)
+    ctx.dtypes = (weight.dtype, bias.dtype)
+
+
+def _layernorm_backward(ctx, dy, dmean, drstd):
+    x, weight, mean, rstd = ctx.saved_tensors
+    dx, dw, db = layernorm_bwd(dy.contiguous(), x, weight, mean, rstd)
+    return dx, dw.to(ctx.dtypes[0]), db.to(ctx.dtypes[1])
+
+
+layernorm_fwd.register_autograd(_layernorm_backward, setup_context=_layernorm_setup)
 
 
 def layernorm(x, weight, bias, eps=1e-5):
     """Layer normalisation over the last dim (bf16, D in {1024, 2048, 4096});
-    the kernel's eps is 1e-5. Forward only."""
+    the kernel's eps is 1e-5. Differentiable in x, weight and bias where the
+    backward kernel is built (D = 1024)."""
     if eps != 1e-5:
         raise ValueError("the layernorm kernel is compiled with eps = 1e-5")
-    shape = x.shape
-    x2 = x.reshape(-1, shape[-1])
-    if x2.stride(-1) != 1:
-        x2 = x2.contiguous()
-    return layernorm_fwd(x2, weight, bias).reshape(shape)
+    return layernorm_fwd(_rows_2d(x), weight, bias)[0].reshape(x.shape)
+
+
+@torch.library.custom_op("tkc::rms_norm", mutates_args=(), device_types="cuda")
+def rms_norm_fwd(x: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Y = X * rstd * W over the last dim of a 2-d X, rstd = 1 / sqrt(mean(X^2)
+    + 1e-6); also the rows' rstd (f32)."""
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    rstd = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
+    library("rmsnorm").rmsnorm(x, weight, y, rstd)
+    return y, rstd
+
+
+@rms_norm_fwd.register_fake
+def _(x, weight):
+    return torch.empty_like(x, memory_format=torch.contiguous_format), x.new_empty(x.shape[:1], dtype=torch.float32)
+
+
+@torch.library.custom_op("tkc::rms_norm_bwd", mutates_args=(), device_types="cuda")
+def rms_norm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                 rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """dX and dW (f32) from dY, X, W and the forward's rstd: two kernels."""
+    lib = library("rmsnorm")
+    dx = torch.empty_like(x, memory_format=torch.contiguous_format)
+    dwp = _partials(x)
+    dw = torch.empty(x.shape[1], dtype=torch.float32, device=x.device)
+    lib.rmsnorm_bwd(dy, x, weight, rstd, dx, dwp)
+    lib.rmsnorm_bwd_dw(dwp, dw)
+    return dx, dw
+
+
+@rms_norm_bwd.register_fake
+def _(dy, x, weight, rstd):
+    return torch.empty_like(x, memory_format=torch.contiguous_format), x.new_empty(x.shape[1:], dtype=torch.float32)
+
+
+def _rms_norm_setup(ctx, inputs, output):
+    x, weight = inputs
+    ctx.save_for_backward(x, weight, output[1])
+    ctx.dtype = weight.dtype
+
+
+def _rms_norm_backward(ctx, dy, drstd):
+    x, weight, rstd = ctx.saved_tensors
+    dx, dw = rms_norm_bwd(dy.contiguous(), x, weight, rstd)
+    return dx, dw.to(ctx.dtype)
+
+
+rms_norm_fwd.register_autograd(_rms_norm_backward, setup_context=_rms_norm_setup)
+
+
+def rms_norm(x, weight, eps=1e-6):
+    """RMS normalisation over the last dim (bf16, D in {1024, 2048, 4096});
+    the kernel's eps is 1e-6. Differentiable in x and weight where the
+    backward kernel is built (D = 1024)."""
+    if eps != 1e-6:
+        raise ValueError("the rmsnorm kernel is compiled with eps = 1e-6")
+    return rms_norm_fwd(_rows_2d(x), weight)[0].reshape(x.shape)

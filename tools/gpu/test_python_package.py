@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """GPU tests of the tkc Python package (python/tkc): loading and calling
 kernels, typed errors that leave the CUDA context usable, the torch
-operators (opcheck, torch.compile fullgraph), and attention's gradients
-against float64 SDPA. Needs a GPU, torch, nvcc and build/tools/tkc.
+operators (opcheck, torch.compile fullgraph), and the gradients of
+attention, layer norm and RMS norm against float64 PyTorch. Needs a GPU,
+torch, nvcc and build/tools/tkc.
 
     python3 tools/gpu/test_python_package.py [-v] [-k PATTERN]
 """
@@ -135,9 +136,15 @@ class Operators(unittest.TestCase):
         o, lse = torch.ops.tkc.attention_fwd(q.detach(), k.detach(), v.detach(), 0)
         torch.library.opcheck(torch.ops.tkc.attention_bwd.default,
                               (q.detach(), k.detach(), v.detach(), o, torch.randn_like(o), lse, 0))
-        x = torch.randn(37, 1024, device="cuda", dtype=torch.bfloat16)
-        w, bias = (torch.randn(1024, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        x = torch.randn(37, 1024, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        w, bias = (torch.randn(1024, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
         torch.library.opcheck(torch.ops.tkc.layernorm.default, (x, w, bias))
+        torch.library.opcheck(torch.ops.tkc.rms_norm.default, (x, w))
+        x0, w0, dy = x.detach(), w.detach(), torch.randn_like(x.detach())
+        _, mean, rstd = torch.ops.tkc.layernorm(x0, w0, bias.detach())
+        torch.library.opcheck(torch.ops.tkc.layernorm_bwd.default, (dy, x0, w0, mean, rstd))
+        _, rrstd = torch.ops.tkc.rms_norm(x0, w0)
+        torch.library.opcheck(torch.ops.tkc.rms_norm_bwd.default, (dy, x0, w0, rrstd))
 
     def test_torch_compile_fullgraph(self):
         q, k, v = attention_inputs(n=32, d=64)
@@ -150,6 +157,42 @@ class Operators(unittest.TestCase):
         torch._dynamo.reset()
         compiled = torch.compile(block, fullgraph=True)
         self.assertLess(rel(compiled(q, k, v), block(q, k, v)), 1e-3)
+
+    def test_norms_under_torch_compile_with_gradients(self):
+        x = torch.randn(37, 1024, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        w, bias = (torch.randn(1024, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
+
+        def block(x, w, bias):
+            return tkc.ops.rms_norm(tkc.ops.layernorm(x, w, bias) * 2, w).float().square().sum()
+
+        torch._dynamo.reset()
+        compiled = torch.compile(block, fullgraph=True)
+        got = torch.autograd.grad(compiled(x, w, bias), (x, w, bias))
+        want = torch.autograd.grad(block(x, w, bias), (x, w, bias))
+        for name, g, r in zip(("x", "w", "bias"), got, want):
+            self.assertLess(rel(g, r), 1e-3, name)
+
+    def test_norm_gradients_match_float64(self):
+        for rows in (1, 37, 1001):
+            x = torch.randn(rows, 1024, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            w, bias = (torch.randn(1024, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
+            dy = torch.randn(rows, 1024, device="cuda", dtype=torch.bfloat16)
+            x64, w64, b64 = (t.detach().double().requires_grad_() for t in (x, w, bias))
+            grads = torch.autograd.grad(tkc.ops.layernorm(x, w, bias), (x, w, bias), dy)
+            ref = torch.autograd.grad(F.layer_norm(x64, (1024,), w64, b64, eps=1e-5), (x64, w64, b64), dy.double())
+            for name, g, r in zip(("dX", "dW", "dBias"), grads, ref):
+                self.assertEqual(g.dtype, torch.bfloat16, name)
+                self.assertLess(rel(g, r), 1e-2, f"layernorm {name} at R={rows}")
+            grads = torch.autograd.grad(tkc.ops.rms_norm(x, w), (x, w), dy)
+            ref = torch.autograd.grad(F.rms_norm(x64, (1024,), w64, eps=1e-6), (x64, w64), dy.double())
+            for name, g, r in zip(("dX", "dW"), grads, ref):
+                self.assertLess(rel(g, r), 1e-2, f"rms_norm {name} at R={rows}")
+
+    def test_rms_norm_matches_torch(self):
+        x = torch.randn(3, 37, 4096, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+        ref = F.rms_norm(x.double(), (4096,), w.double(), eps=1e-6)
+        self.assertLess(rel(tkc.ops.rms_norm(x, w), ref), 1e-2)
 
     def test_layernorm_matches_torch(self):
         x = torch.randn(3, 37, 2048, device="cuda", dtype=torch.bfloat16)

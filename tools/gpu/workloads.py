@@ -398,25 +398,29 @@ class AttnBwd(Workload):
 
 
 class LayerNorm(Workload):
+    """Y = (X - mean) * rstd * W + Bias with rstd = rsqrt(var + eps) per row;
+    the kernel also writes Mean and Rstd (f32) for the backward."""
     name = "layernorm"
     stem = "layernorm"
-    params = [Param("X", "bf16"), Param("W", "bf16"), Param("Bias", "bf16"), Param("Y", "bf16", output=True)]
+    params = [Param("X", "bf16"), Param("W", "bf16"), Param("Bias", "bf16"), Param("Y", "bf16", output=True),
+              Param("Mean", "f32", output=True), Param("Rstd", "f32", output=True)]
     main_output = "Y"
     peer_names = ["torch"]
     unit = "GB/s"
     eps = 1e-5
-    tolerances = {"Y": 1e-2}
-    check_sizes = [dict(R=r, D=d) for d in (1024, 2048, 4096) for r in (4, 1000, 4099)]
+    tolerances = {"Y": 1e-2, "Mean": 1e-5, "Rstd": 1e-5}
+    check_sizes = [dict(R=r, D=d) for d in (1024, 2048, 4096) for r in (4, 37, 1000, 4099)]
     bench_sizes = [dict(R=65536, D=d) for d in (1024, 2048, 4096)]
     quick_sizes = [dict(R=65536, D=d) for d in (1024, 4096)]
     argcheck_size = dict(R=4, D=1024)
     extra_arg_cases = [("unsupported D=512", dict(R=4, D=512), {}, 5),
-                       ("W with other D", dict(R=4, D=1024), {"W": (1032,)}, 2)]
+                       ("W with other D", dict(R=4, D=1024), {"W": (1032,)}, 2),
+                       ("Rstd with other R", dict(R=4, D=1024), {"Rstd": (8,)}, 2)]
     plot_xlabel = "D (R = 65536)"
 
     def shapes(self, s):
         r, d = s["R"], s["D"]
-        return {"X": (r, d), "W": (d,), "Bias": (d,), "Y": (r, d)}
+        return {"X": (r, d), "W": (d,), "Bias": (d,), "Y": (r, d), "Mean": (r,), "Rstd": (r,)}
 
     def label(self, s):
         return f"R{s['R']} D{s['D']}"
@@ -425,8 +429,10 @@ class LayerNorm(Workload):
         x = inp["X"].double()
         mean = x.mean(dim=-1, keepdim=True)
         var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
-        y = (x - mean) / (var + self.eps).sqrt()
-        return {"Y": y * inp["W"].double() + inp["Bias"].double()}
+        rstd = (var + self.eps).rsqrt()
+        y = (x - mean) * rstd
+        return {"Y": y * inp["W"].double() + inp["Bias"].double(), "Mean": mean.squeeze(-1),
+                "Rstd": rstd.squeeze(-1)}
 
     def peers(self, s):
         import torch.nn.functional as F
@@ -434,13 +440,100 @@ class LayerNorm(Workload):
         return {"torch": lambda inp: F.layer_norm(inp["X"], (d,), inp["W"], inp["Bias"], eps)}
 
     def work(self, s):
-        return 2.0 * (2 * s["R"] * s["D"] + 2 * s["D"])  # read X + write Y + W + Bias, bf16
+        # read X + write Y + W + Bias (bf16), Mean and Rstd (f32)
+        return 2.0 * (2 * s["R"] * s["D"] + 2 * s["D"]) + 8.0 * s["R"]
 
     def plot_x(self, s):
         return s["D"]
 
 
-# --- bias gradient (column reductions) ---------------------------------------------------
+class LayerNormBwd(Workload):
+    """Two launchers of layernorm.tk: layernorm_bwd (dX, and the partial sums
+    of dW and dBias over each block's 32 rows into the f32 buffers dWp and
+    dBp), then layernorm_bwd_dwdb (dW, dBias = the column sums of the
+    partials)."""
+    name = "layernorm_bwd"
+    stem = "layernorm"
+    params = [Param("dY", "bf16"), Param("X", "bf16"), Param("W", "bf16"), Param("Mean", "f32"),
+              Param("Rstd", "f32"), Param("dX", "bf16", output=True), Param("dW", "f32", output=True),
+              Param("dBias", "f32", output=True), Param("dWp", "f32", output=True, scratch=True),
+              Param("dBp", "f32", output=True, scratch=True)]
+    main_output = "dX"
+    peer_names = ["torch"]
+    unit = "GB/s"
+    eps = 1e-5
+    rows_per_block = 32  # layernorm_bwd's rows a block, one row of dWp and dBp each
+    tolerances = {"dX": 1e-2, "dW": 1e-4, "dBias": 1e-4}
+    # D = 1024 only: a thread holds D / 32 elements of dY, Xhat and both sums.
+    check_sizes = [dict(R=r, D=1024) for r in (1, 37, 1000, 4099, 70000)]
+    bench_sizes = [dict(R=r, D=1024) for r in (32768, 65536)]
+    quick_sizes = [dict(R=65536, D=1024)]
+    argcheck_size = dict(R=4, D=1024)
+    extra_arg_cases = [("unsupported D=2048", dict(R=4, D=2048), {}, 5),
+                       ("Mean with other R", dict(R=4, D=1024), {"Mean": (8,)}, 2)]
+    plot_xlabel = "R (D = 1024)"
+
+    def make_launcher(self, lib):
+        from tkc_gpu import SequenceLauncher
+        idx = {p.name: i for i, p in enumerate(self.params)}
+        steps = [("layernorm_bwd", ["dY", "X", "W", "Mean", "Rstd", "dX", "dWp", "dBp"], []),
+                 ("layernorm_bwd_dwdb", ["dWp", "dBp", "dW", "dBias"], [])]
+        return SequenceLauncher(self.name, [(lib.launcher(k, len(ts), len(cs)), [idx[t] for t in ts], cs)
+                                            for k, ts, cs in steps])
+
+    def shapes(self, s):
+        r, d = s["R"], s["D"]
+        p = -(-r // self.rows_per_block)
+        return {"dY": (r, d), "X": (r, d), "W": (d,), "Mean": (r,), "Rstd": (r,), "dX": (r, d), "dW": (d,),
+                "dBias": (d,), "dWp": (p, d), "dBp": (p, d)}
+
+    def label(self, s):
+        return f"R{s['R']} D{s['D']}"
+
+    def make_inputs(self, size, device="cuda"):
+        """Fresh dY, X, W; Mean and Rstd as the forward computes them (f32, from X)."""
+        import torch
+        sh = self.shapes(size)
+        inp = {x: torch.randn(sh[x], device=device, dtype=torch.bfloat16) for x in ("dY", "X", "W")}
+        x = inp["X"].float()
+        mean = x.mean(-1)
+        inp["Mean"] = mean.contiguous()
+        inp["Rstd"] = torch.rsqrt((x - mean[:, None]).pow(2).mean(-1) + self.eps).contiguous()
+        return inp
+
+    def reference(self, inp, s):
+        import torch
+        import torch.nn.functional as F
+        x, w = inp["X"].double().requires_grad_(), inp["W"].double().requires_grad_()
+        b = torch.zeros_like(w, requires_grad=True)
+        y = F.layer_norm(x, (s["D"],), w, b, self.eps)
+        dx, dw, db = torch.autograd.grad(y, (x, w, b), inp["dY"].double())
+        return {"dX": dx, "dW": dw, "dBias": db}
+
+    def peers(self, s):
+        import torch
+        import torch.nn.functional as F
+        d, eps = s["D"], self.eps
+
+        def run(inp):
+            # The forward runs once per input set; each call times the backward.
+            if "_graph" not in inp:
+                x, w = inp["X"].detach().requires_grad_(), inp["W"].detach().requires_grad_()
+                b = torch.zeros_like(w, requires_grad=True)
+                inp["_graph"] = (x, w, b, F.layer_norm(x, (d,), w, b, eps))
+            x, w, b, out = inp["_graph"]
+            return torch.autograd.grad(out, (x, w, b), inp["dY"], retain_graph=True)[0]
+
+        return {"torch": run}
+
+    def work(self, s):
+        r, d = s["R"], s["D"]
+        # dY, X read and dX written (bf16), W, Mean and Rstd read, dW and
+        # dBias written; the partials (written and read back) are not counted.
+        return 2.0 * 3 * r * d + 2.0 * d + 8.0 * r + 8.0 * d
+
+    def plot_x(self, s):
+        return s["R"]
 
 
 class BiasGrad(Workload):
@@ -779,8 +872,8 @@ class SelftestAxpy(Workload):
         return s["n"]
 
 
-WORKLOADS = [Gemm(), GemmTN(), GemmSplitK(), AttnFwd(), AttnBwd(), LayerNorm(), BiasGrad(), Softmax(), RmsNorm(),
-             RmsNormBwd(), Rotary(), RotaryBwd()]
+WORKLOADS = [Gemm(), GemmTN(), GemmSplitK(), AttnFwd(), AttnBwd(), LayerNorm(), LayerNormBwd(), BiasGrad(), Softmax(),
+             RmsNorm(), RmsNormBwd(), Rotary(), RotaryBwd()]
 SELFTEST = SelftestAxpy()
 BY_NAME = {w.name: w for w in WORKLOADS + [SELFTEST]}
 ALIASES = {"selftest": "axpy", "attention_fwd": "attn_fwd", "attn": "attn_fwd", "attention_bwd": "attn_bwd"}

@@ -31,11 +31,19 @@ tkc_tensor bf16(int rank, std::initializer_list<int64_t> sizes, void *data = kFa
   return t;
 }
 
+tkc_tensor f32(std::initializer_list<int64_t> sizes, void *data) {
+  tkc_tensor t = bf16(1, sizes, data);
+  t.dtype = {TKC_DTYPE_FLOAT, 32, 1};
+  return t;
+}
+
 struct Args {
   tkc_tensor X = bf16(2, {8, 1024});
   tkc_tensor W = bf16(1, {1024}, static_cast<char *>(kFake) + (1 << 20));
   tkc_tensor Bias = bf16(1, {1024}, static_cast<char *>(kFake) + (2 << 20));
   tkc_tensor Y = bf16(2, {8, 1024}, static_cast<char *>(kFake) + (3 << 20));
+  tkc_tensor Mean = f32({8}, static_cast<char *>(kFake) + (4 << 20));
+  tkc_tensor Rstd = f32({8}, static_cast<char *>(kFake) + (5 << 20));
 };
 
 void report(const char *label, int status) {
@@ -47,68 +55,68 @@ void report(const char *label, int status) {
 int main() {
   {
     Args a;
-    int status = tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, nullptr);
+    int status = tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr);
     std::printf("valid: %s\n", status == TKC_ERROR_CUDA || status == TKC_ERROR_DEVICE ? "past the structural checks"
                                                                                       : tkc_layernorm_error());
   }
   {
     Args a;
-    report("null descriptor", tkc_layernorm(nullptr, &a.W, &a.Bias, &a.Y, nullptr));
+    report("null descriptor", tkc_layernorm(nullptr, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
   }
   {
     Args a;
     a.X.abi_version = 2;
-    report("version 2", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, nullptr));
+    report("version 2", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
   }
   {
     Args a;
     a.W.struct_size = 112; // the descriptor before version 1
-    report("old struct", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, nullptr));
+    report("old struct", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
   }
   {
     Args a;
     a.X.dtype = {TKC_DTYPE_FLOAT, 16, 1};
-    report("f16 input", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, nullptr));
+    report("f16 input", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
   }
   {
     Args a;
     a.Y.dtype = {TKC_DTYPE_FLOAT, 32, 1};
-    report("f32 output", tkc_layernorm_sm80(&a.X, &a.W, &a.Bias, &a.Y, nullptr));
+    report("f32 output", tkc_layernorm_sm80(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
   }
   {
     Args a;
     a.Bias.dtype = {TKC_DTYPE_BFLOAT, 16, 2};
-    report("two lanes", tkc_layernorm_sm90a(&a.X, &a.W, &a.Bias, &a.Y, nullptr));
+    report("two lanes", tkc_layernorm_sm90a(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
   }
   {
     Args a;
     a.X.data = nullptr;
-    report("null data", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, nullptr));
+    report("null data", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
   }
   {
     Args a;
     a.X.rank = 3;
-    report("rank 3", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, nullptr));
+    report("rank 3", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
   }
   {
     Args a;
     a.Y.strides[1] = 2;
-    report("inner stride", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, nullptr));
+    report("inner stride", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
   }
   {
     Args a;
     a.X.data = static_cast<char *>(a.X.data) + 2;
-    report("misaligned", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, nullptr));
+    report("misaligned", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
   }
   {
     Args a;
     a.X.strides[0] = 1001;
-    report("row stride", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, nullptr));
+    report("row stride", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
   }
   {
     Args a;
     a.W.sizes[0] = 2048;
-    report("W size", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, nullptr));
+    report("W size", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
   }
   {
     Args a;
@@ -117,17 +125,17 @@ int main() {
       t->strides[0] = 96;
     }
     a.W.sizes[0] = a.Bias.sizes[0] = 96;
-    report("D = 96", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, nullptr));
+    report("D = 96", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
   }
   {
     // Messages are per thread: another thread's failure leaves ours.
     Args a;
     a.X.rank = 1;
-    tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, nullptr);
+    tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr);
     std::thread other([] {
       Args b;
       b.W.data = nullptr;
-      tkc_layernorm(&b.X, &b.W, &b.Bias, &b.Y, nullptr);
+      tkc_layernorm(&b.X, &b.W, &b.Bias, &b.Y, &b.Mean, &b.Rstd, nullptr);
     });
     other.join();
     std::printf("after another thread: %s\n", tkc_layernorm_error());

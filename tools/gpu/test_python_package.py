@@ -169,8 +169,11 @@ class Operators(unittest.TestCase):
         compiled = torch.compile(block, fullgraph=True)
         got = torch.autograd.grad(compiled(x, w, bias), (x, w, bias))
         want = torch.autograd.grad(block(x, w, bias), (x, w, bias))
+        # Inductor fuses the bf16 `* 2` and the loss around the operators in
+        # f32, so the gradients reaching them differ from eager's by bf16
+        # rounding (2^-8); w sums two such paths.
         for name, g, r in zip(("x", "w", "bias"), got, want):
-            self.assertLess(rel(g, r), 1e-3, name)
+            self.assertLess(rel(g, r), 1e-2, name)
 
     def test_norm_gradients_match_float64(self):
         for rows in (1, 37, 1001):

@@ -46,8 +46,9 @@ TEST(IntSemantics, MatchesTheMathematicalDefinitions) {
       EXPECT_EQ(tkc::min(a, b), std::min(a, b));
       EXPECT_EQ(tkc::max(a, b), std::max(a, b));
       // 64-bit operands (the launcher's) agree where the result fits.
-      if (wrap(-floorDiv(-a64, b64)) == -floorDiv(-a64, b64))
+      if (wrap(-floorDiv(-a64, b64)) == -floorDiv(-a64, b64)) {
         EXPECT_EQ(tkc::cdiv(a64, b64), -floorDiv(-a64, b64));
+      }
     }
   EXPECT_EQ(tkc::cdiv(-64, 64), -1);
   EXPECT_EQ(tkc::cdiv(-65, 64), -1);

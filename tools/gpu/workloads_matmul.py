@@ -1,0 +1,277 @@
+"""Workloads of the tensor cores: the GEMMs and attention (TFLOP/s)."""
+
+import math
+
+from workload_base import Param, Workload
+
+# --- gemm -------------------------------------------------------------------------
+
+
+class Gemm(Workload):
+    name = "gemm"
+    stem = "gemm"
+    params = [Param("A", "bf16"), Param("B", "bf16"), Param("C", "bf16", output=True)]
+    main_output = "C"
+    peer_names = ["cuBLAS"]
+    tolerances = {"C": 1e-2}
+    check_sizes = [dict(M=m, N=n, K=k) for m, n, k in
+                   [(128, 128, 128), (1000, 1000, 1000), (257, 520, 136), (2048, 2048, 2048), (4000, 4000, 4000),
+                    (4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (4096, 4096, 16384)]] + [
+        # Rows longer than the tensors: 16-byte aligned strides with ragged
+        # rows (A's, and C's, whose last 16 bytes are partial: sm_80 only,
+        # as the sm_90a launcher rejects rows that bulk tensor stores would
+        # overrun), and C's rows only 4-byte aligned (sm_80 only: bulk
+        # tensor copies need 16).
+        dict(M=130, N=1000, K=129, pad=dict(A=7, B=8, C=8)),
+        dict(M=130, N=1001, K=129, pad=dict(A=7, B=7, C=7), targets=("sm_80",)),
+        dict(M=130, N=1000, K=136, pad=dict(C=2), targets=("sm_80",))]
+    bench_sizes = [dict(M=s, N=s, K=s) for s in (2048, 4096, 8192)]
+    quick_sizes = [dict(M=s, N=s, K=s) for s in (4096, 8192)]
+    argcheck_size = dict(M=128, N=128, K=128)
+    extra_arg_cases = [("inconsistent K", dict(M=128, N=128, K=128), {"B": (136, 128)}, 2)]
+    plot_xlabel = "M = N = K"
+
+    def shapes(self, s):
+        return {"A": (s["M"], s["K"]), "B": (s["K"], s["N"]), "C": (s["M"], s["N"])}
+
+    def label(self, s):
+        return f"{s['M']}x{s['N']}x{s['K']}"
+
+    def reference(self, inp, s):
+        return {"C": inp["A"].double() @ inp["B"].double()}
+
+    def peers(self, s):
+        import torch
+        return {"cuBLAS": lambda inp: torch.matmul(inp["A"], inp["B"])}
+
+    def work(self, s):
+        return 2.0 * s["M"] * s["N"] * s["K"]
+
+    def plot_x(self, s):
+        return s["M"]
+
+
+class GemmTN(Gemm):
+    """C = A^T @ B with A stored as [K, M] (examples/gemm_tn.tk). The TMA and
+    cp.async copies need rows of a multiple of 16 bytes, so M and N are
+    multiples of 8 here (K, the rows of A and B, is free)."""
+    name = "gemm_tn"
+    stem = "gemm_tn"
+    check_sizes = [dict(M=m, N=n, K=k) for m, n, k in
+                   [(128, 128, 128), (1000, 1000, 1000), (136, 520, 257), (2048, 2048, 2048), (4000, 4000, 4000),
+                    (4096, 4096, 4096), (8192, 8192, 1024)]]
+    bench_sizes = [dict(M=s, N=s, K=s) for s in (2048, 4096, 8192)]
+    quick_sizes = [dict(M=4096, N=4096, K=4096)]
+    argcheck_size = dict(M=128, N=128, K=128)
+    extra_arg_cases = [("inconsistent K", dict(M=128, N=128, K=128), {"B": (136, 128)}, 2)]
+
+    def shapes(self, s):
+        return {"A": (s["K"], s["M"]), "B": (s["K"], s["N"]), "C": (s["M"], s["N"])}
+
+    def reference(self, inp, s):
+        return {"C": inp["A"].double().t() @ inp["B"].double()}
+
+    def peers(self, s):
+        import torch
+        return {"cuBLAS": lambda inp: torch.matmul(inp["A"].t(), inp["B"])}
+
+
+class GemmSplitK(Gemm):
+    """C = A @ B into an f32 C, with K cut into slices whose partial products
+    are added to C (examples/gemm_splitk.tk): a kernel that clears C, then
+    the split-K product. Shapes with few output tiles and a long K, where
+    one block per tile leaves most multiprocessors idle; the bulk copies on
+    sm_90a need K and N multiples of 8."""
+    name = "gemm_splitk"
+    stem = "gemm_splitk"
+    params = [Param("A", "bf16"), Param("B", "bf16"), Param("C", "f32", output=True)]
+    check_sizes = [dict(M=m, N=n, K=k) for m, n, k in
+                   [(128, 128, 128), (136, 200, 1000), (1000, 1000, 8192), (257, 520, 136), (1024, 1024, 65536),
+                    (300, 64, 20000)]]
+    bench_sizes = [dict(M=m, N=n, K=k) for m, n, k in
+                   [(1024, 1024, 16384), (1024, 1024, 65536), (2048, 2048, 16384), (512, 4096, 32768)]]
+    quick_sizes = [dict(M=1024, N=1024, K=65536)]
+    argcheck_size = dict(M=128, N=128, K=128)
+    # C: cleared in 16-byte pieces, then added to in pairs of sums (8 bytes)
+    # on sm_80 and with bulk additions (16) on sm_90a.
+    misaligned_outputs = ["C"]
+    plot_xlabel = "M x N x K"
+
+    steps = [("gemm_splitk_zero", ["C"], []), ("gemm_splitk", ["A", "B", "C"], [])]
+
+    def peers(self, s):
+        import torch
+        return {"cuBLAS": lambda inp: torch.matmul(inp["A"], inp["B"])}
+
+    def plot_x(self, s):
+        return s["K"]
+
+
+# --- attention forward ----------------------------------------------------------------
+
+
+def _attn_sizes(ns, ds=(64, 128), causals=(0, 1), tokens=16384, hd=2048):
+    return [dict(B=tokens // n, H=hd // d, N=n, D=d, causal=c) for d in ds for c in causals for n in ns]
+
+
+class AttnFwd(Workload):
+    name = "attn_fwd"
+    stem = "attention_fwd"
+    params = [Param("Q", "bf16"), Param("K", "bf16"), Param("V", "bf16"),
+              Param("O", "bf16", output=True), Param("L", "f32", output=True)]
+    const_names = ["causal"]
+    main_output = "O"
+    peer_names = ["cuDNN", "flash"]
+    tolerances = {"O": 1e-2, "L": 1e-3}
+    # The last sizes give a persistent kernel's blocks some ten tiles each
+    # (tiles outnumber the H200's 132 multiprocessors), where the consumer
+    # warpgroups' turns run on from tile to tile; the others, one each.
+    check_sizes = ([dict(B=2, H=3, N=n, D=d, causal=c) for d in (64, 128) for c in (0, 1) for n in (128, 150, 1000, 1024, 4000)]
+                   + [dict(B=8, H=32, N=1000, D=d, causal=c) for d in (64, 128) for c in (0, 1)])
+    bench_sizes = _attn_sizes((1024, 2048, 4096, 8192, 16384))
+    quick_sizes = _attn_sizes((4096,))
+    argcheck_size = dict(B=1, H=2, N=128, D=64, causal=0)
+    extra_arg_cases = [("unsupported D=96", dict(B=1, H=2, N=128, D=96, causal=0), {}, 5),
+                       ("K with other N", dict(B=1, H=2, N=128, D=64, causal=0), {"K": (1, 2, 136, 64)}, 2)]
+    plot_xlabel = "N (B*N = 16384, H*D = 2048)"
+
+    def shapes(self, s):
+        b, h, n, d = s["B"], s["H"], s["N"], s["D"]
+        return {"Q": (b, h, n, d), "K": (b, h, n, d), "V": (b, h, n, d), "O": (b, h, n, d), "L": (b, h, n)}
+
+    def label(self, s):
+        return f"B{s['B']} H{s['H']} N{s['N']} D{s['D']} {'causal' if s['causal'] else 'full'}"
+
+    def reference(self, inp, s):
+        import torch
+        q, k, v = (inp[x].double() for x in "QKV")
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(s["D"])
+        if s["causal"]:
+            n = s["N"]
+            mask = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
+            scores = scores.masked_fill(mask, float("-inf"))
+        lse = torch.logsumexp(scores, dim=-1)
+        p = torch.exp(scores - lse.unsqueeze(-1))
+        return {"O": p @ v, "L": lse}
+
+    def peers(self, s):
+        import torch
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        causal = bool(s["causal"])
+
+        def peer(backend):
+            def run(inp):
+                with sdpa_kernel([backend]):
+                    return F.scaled_dot_product_attention(inp["Q"], inp["K"], inp["V"], is_causal=causal)
+            return run
+
+        return {"cuDNN": peer(SDPBackend.CUDNN_ATTENTION), "flash": peer(SDPBackend.FLASH_ATTENTION)}
+
+    def work(self, s):
+        f = 4.0 * s["B"] * s["H"] * s["N"] * s["N"] * s["D"]
+        return f / 2 if s["causal"] else f
+
+    def plot_group(self, s):
+        return f"attn_fwd D={s['D']} {'causal' if s['causal'] else 'full'}"
+
+    def plot_x(self, s):
+        return s["N"]
+
+
+# --- attention backward ---------------------------------------------------------------
+
+
+class AttnBwd(Workload):
+    """Three launchers of attention_bwd.tk in a row: Delta = rowsum(dO * O),
+    then dK/dV (a block per key tile), then dQ (a block per query tile).
+    dQacc is the f32 buffer in which the sm_80 code adds dQ up."""
+    name = "attn_bwd"
+    stem = "attention_bwd"
+    params = [Param("Q", "bf16"), Param("K", "bf16"), Param("V", "bf16"), Param("O", "bf16"),
+              Param("dO", "bf16"), Param("L", "f32"), Param("Delta", "f32", output=True),
+              Param("dQ", "bf16", output=True), Param("dK", "bf16", output=True), Param("dV", "bf16", output=True),
+              Param("dQacc", "f32", output=True, scratch=True)]
+    const_names = ["causal"]
+    main_output = "dQ"
+    peer_names = ["cuDNN", "flash"]
+    tolerances = {"Delta": 1e-2, "dQ": 1e-2, "dK": 1e-2, "dV": 1e-2}
+    # The last sizes give the persistent dK/dV kernel's blocks several tiles.
+    check_sizes = ([dict(B=2, H=3, N=n, D=d, causal=c) for d in (64, 128) for c in (0, 1) for n in (128, 150, 1000)]
+                   + [dict(B=8, H=32, N=1000, D=d, causal=c) for d in (64, 128) for c in (0, 1)])
+    bench_sizes = _attn_sizes((1024, 2048, 4096, 8192, 16384))
+    quick_sizes = _attn_sizes((4096,))
+    argcheck_size = dict(B=1, H=2, N=128, D=64, causal=0)
+    extra_arg_cases = [("unsupported D=96", dict(B=1, H=2, N=128, D=96, causal=0), {}, 5)]
+    plot_xlabel = "N (B*N = 16384, H*D = 2048)"
+
+    steps = [("attn_bwd_delta", ["O", "dO", "Delta", "dQacc"], []),
+             ("attn_bwd_dkdv", ["Q", "K", "V", "dO", "L", "Delta", "dK", "dV", "dQacc"], [0]),
+             ("attn_bwd_dq", ["Q", "K", "V", "dO", "L", "Delta", "dQacc", "dQ"], [0])]
+
+    def shapes(self, s):
+        b, h, n, d = s["B"], s["H"], s["N"], s["D"]
+        big = {x: (b, h, n, d) for x in ("Q", "K", "V", "O", "dO", "dQ", "dK", "dV", "dQacc")}
+        return {**big, "L": (b, h, n), "Delta": (b, h, n)}
+
+    def label(self, s):
+        return f"B{s['B']} H{s['H']} N{s['N']} D{s['D']} {'causal' if s['causal'] else 'full'}"
+
+    def _scores(self, q, k, s):
+        import torch
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(s["D"])
+        if s["causal"]:
+            n = s["N"]
+            mask = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
+            scores = scores.masked_fill(mask, float("-inf"))
+        return scores
+
+    def make_inputs(self, size, device="cuda"):
+        """Fresh Q, K, V, dO; O and L from a forward over them (float64 for
+        small sizes, the flash forward for large ones)."""
+        import torch
+        sh = self.shapes(size)
+        inp = {x: torch.randn(sh[x], device=device, dtype=torch.bfloat16) for x in ("Q", "K", "V", "dO")}
+        b, h, n, d = sh["Q"]
+        if b * h * n * n <= (1 << 26):
+            scores = self._scores(inp["Q"].double(), inp["K"].double(), size)
+            lse = torch.logsumexp(scores, dim=-1)
+            o = torch.exp(scores - lse.unsqueeze(-1)) @ inp["V"].double()
+        else:
+            o, lse = torch.ops.aten._scaled_dot_product_flash_attention(
+                inp["Q"], inp["K"], inp["V"], 0.0, bool(size["causal"]))[:2]
+        inp["O"] = o.to(torch.bfloat16)
+        inp["L"] = lse.float().contiguous()
+        return {p.name: inp[p.name] for p in self.params if not p.output}
+
+    def reference(self, inp, s):
+        import torch
+        q, k, v = (inp[x].double().requires_grad_() for x in "QKV")
+        scores = self._scores(q, k, s)
+        out = torch.softmax(scores, dim=-1) @ v
+        dq, dk, dv = torch.autograd.grad(out, (q, k, v), inp["dO"].double())
+        delta = (inp["dO"].double() * inp["O"].double()).sum(-1)
+        return {"Delta": delta, "dQ": dq, "dK": dk, "dV": dv}
+
+    def peers(self, s):
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        causal = bool(s["causal"])
+
+        def peer(backend, tag):
+            def forward(q, k, v):
+                with sdpa_kernel([backend]):
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return self.backward_peer(tag, lambda inp: (inp["Q"], inp["K"], inp["V"]), forward, "dO")
+
+        return {"cuDNN": peer(SDPBackend.CUDNN_ATTENTION, "cudnn"), "flash": peer(SDPBackend.FLASH_ATTENTION, "flash")}
+
+    def work(self, s):
+        f = 2.5 * 4.0 * s["B"] * s["H"] * s["N"] * s["N"] * s["D"]
+        return f / 2 if s["causal"] else f
+
+    def plot_group(self, s):
+        return f"attn_bwd D={s['D']} {'causal' if s['causal'] else 'full'}"
+
+    def plot_x(self, s):
+        return s["N"]

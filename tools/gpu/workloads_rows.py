@@ -1,0 +1,411 @@
+"""Memory-bound row workloads (GB/s): layer norm, bias gradient, softmax,
+RMS norm and rotary embedding, forward and backward."""
+
+from workload_base import Param, Workload
+
+# --- layernorm --------------------------------------------------------------------------
+
+
+class LayerNorm(Workload):
+    """Y = (X - mean) * rstd * W + Bias with rstd = rsqrt(var + eps) per row;
+    the kernel also writes Mean and Rstd (f32) for the backward."""
+    name = "layernorm"
+    stem = "layernorm"
+    params = [Param("X", "bf16"), Param("W", "bf16"), Param("Bias", "bf16"), Param("Y", "bf16", output=True),
+              Param("Mean", "f32", output=True), Param("Rstd", "f32", output=True)]
+    main_output = "Y"
+    peer_names = ["torch"]
+    unit = "GB/s"
+    eps = 1e-5
+    tolerances = {"Y": 1e-2, "Mean": 1e-5, "Rstd": 1e-5}
+    check_sizes = [dict(R=r, D=d) for d in (1024, 2048, 4096) for r in (4, 37, 1000, 4099)]
+    bench_sizes = [dict(R=65536, D=d) for d in (1024, 2048, 4096)]
+    quick_sizes = [dict(R=65536, D=d) for d in (1024, 4096)]
+    argcheck_size = dict(R=4, D=1024)
+    extra_arg_cases = [("unsupported D=512", dict(R=4, D=512), {}, 5),
+                       ("W with other D", dict(R=4, D=1024), {"W": (1032,)}, 2),
+                       ("Rstd with other R", dict(R=4, D=1024), {"Rstd": (8,)}, 2)]
+    plot_xlabel = "D (R = 65536)"
+
+    def shapes(self, s):
+        r, d = s["R"], s["D"]
+        return {"X": (r, d), "W": (d,), "Bias": (d,), "Y": (r, d), "Mean": (r,), "Rstd": (r,)}
+
+    def label(self, s):
+        return f"R{s['R']} D{s['D']}"
+
+    def reference(self, inp, s):
+        x = inp["X"].double()
+        mean = x.mean(dim=-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+        rstd = (var + self.eps).rsqrt()
+        y = (x - mean) * rstd
+        return {"Y": y * inp["W"].double() + inp["Bias"].double(), "Mean": mean.squeeze(-1),
+                "Rstd": rstd.squeeze(-1)}
+
+    def peers(self, s):
+        import torch.nn.functional as F
+        d, eps = s["D"], self.eps
+        return {"torch": lambda inp: F.layer_norm(inp["X"], (d,), inp["W"], inp["Bias"], eps)}
+
+    def work(self, s):
+        # read X + write Y + W + Bias (bf16), Mean and Rstd (f32)
+        return 2.0 * (2 * s["R"] * s["D"] + 2 * s["D"]) + 8.0 * s["R"]
+
+    def plot_x(self, s):
+        return s["D"]
+
+
+class LayerNormBwd(Workload):
+    """Two launchers of layernorm.tk: layernorm_bwd (dX, and the partial sums
+    of dW and dBias over each block's 32 rows into the f32 buffers dWp and
+    dBp), then layernorm_bwd_dwdb (dW, dBias = the column sums of the
+    partials)."""
+    name = "layernorm_bwd"
+    stem = "layernorm"
+    params = [Param("dY", "bf16"), Param("X", "bf16"), Param("W", "bf16"), Param("Mean", "f32"),
+              Param("Rstd", "f32"), Param("dX", "bf16", output=True), Param("dW", "f32", output=True),
+              Param("dBias", "f32", output=True), Param("dWp", "f32", output=True, scratch=True),
+              Param("dBp", "f32", output=True, scratch=True)]
+    main_output = "dX"
+    peer_names = ["torch"]
+    unit = "GB/s"
+    eps = 1e-5
+    rows_per_block = 32  # layernorm_bwd's rows a block, one row of dWp and dBp each
+    tolerances = {"dX": 1e-2, "dW": 1e-4, "dBias": 1e-4}
+    # D = 1024 only: a thread holds D / 32 elements of dY, Xhat and both sums.
+    check_sizes = [dict(R=r, D=1024) for r in (1, 37, 1000, 4099, 70000)]
+    bench_sizes = [dict(R=r, D=1024) for r in (32768, 65536)]
+    quick_sizes = [dict(R=65536, D=1024)]
+    argcheck_size = dict(R=4, D=1024)
+    extra_arg_cases = [("unsupported D=2048", dict(R=4, D=2048), {}, 5),
+                       ("Mean with other R", dict(R=4, D=1024), {"Mean": (8,)}, 2)]
+    plot_xlabel = "R (D = 1024)"
+
+    steps = [("layernorm_bwd", ["dY", "X", "W", "Mean", "Rstd", "dX", "dWp", "dBp"], []),
+             ("layernorm_bwd_dwdb", ["dWp", "dBp", "dW", "dBias"], [])]
+
+    def shapes(self, s):
+        r, d = s["R"], s["D"]
+        p = -(-r // self.rows_per_block)
+        return {"dY": (r, d), "X": (r, d), "W": (d,), "Mean": (r,), "Rstd": (r,), "dX": (r, d), "dW": (d,),
+                "dBias": (d,), "dWp": (p, d), "dBp": (p, d)}
+
+    def label(self, s):
+        return f"R{s['R']} D{s['D']}"
+
+    def make_inputs(self, size, device="cuda"):
+        """Fresh dY, X, W; Mean and Rstd as the forward computes them (f32, from X)."""
+        import torch
+        sh = self.shapes(size)
+        inp = {x: torch.randn(sh[x], device=device, dtype=torch.bfloat16) for x in ("dY", "X", "W")}
+        x = inp["X"].float()
+        mean = x.mean(-1)
+        inp["Mean"] = mean.contiguous()
+        inp["Rstd"] = torch.rsqrt((x - mean[:, None]).pow(2).mean(-1) + self.eps).contiguous()
+        return inp
+
+    def reference(self, inp, s):
+        import torch
+        import torch.nn.functional as F
+        x, w = inp["X"].double().requires_grad_(), inp["W"].double().requires_grad_()
+        b = torch.zeros_like(w, requires_grad=True)
+        y = F.layer_norm(x, (s["D"],), w, b, self.eps)
+        dx, dw, db = torch.autograd.grad(y, (x, w, b), inp["dY"].double())
+        return {"dX": dx, "dW": dw, "dBias": db}
+
+    def peers(self, s):
+        import torch
+        import torch.nn.functional as F
+        d, eps = s["D"], self.eps
+        return {"torch": self.backward_peer("torch", lambda inp: (inp["X"], inp["W"], torch.zeros_like(inp["W"])),
+                                            lambda x, w, b: F.layer_norm(x, (d,), w, b, eps), "dY")}
+
+    def work(self, s):
+        r, d = s["R"], s["D"]
+        # dY, X read and dX written (bf16), W, Mean and Rstd read, dW and
+        # dBias written; the partials (written and read back) are not counted.
+        return 2.0 * 3 * r * d + 2.0 * d + 8.0 * r + 8.0 * d
+
+    def plot_x(self, s):
+        return s["R"]
+
+
+class BiasGrad(Workload):
+    name = "bias_grad"
+    stem = "bias_grad"
+    params = [Param("dY", "bf16"), Param("dBias", "f32", output=True), Param("Max", "f32", output=True)]
+    main_output = "dBias"
+    peer_names = ["torch"]
+    unit = "GB/s"
+    tolerances = {"dBias": 1e-5, "Max": 1e-6}
+    # Odd row counts leave padding rows in the last tile, which colmax of the
+    # (all negative) inputs must not see; column counts that are not
+    # multiples of 64 cut a block short (dY's rows must be 16-byte aligned).
+    check_sizes = [dict(R=r, C=c) for r, c in [(1, 8), (100, 72), (64, 64), (333, 1000), (4099, 4104)]]
+    bench_sizes = [dict(R=8192, C=c) for c in (1024, 8192)]
+    quick_sizes = [dict(R=8192, C=8192)]
+    argcheck_size = dict(R=64, C=64)
+    extra_arg_cases = [("dBias with other C", dict(R=64, C=64), {"dBias": (72,)}, 2)]
+    plot_xlabel = "C (R = 8192)"
+
+    def shapes(self, s):
+        return {"dY": (s["R"], s["C"]), "dBias": (s["C"],), "Max": (s["C"],)}
+
+    def label(self, s):
+        return f"R{s['R']} C{s['C']}"
+
+    def make_inputs(self, size, device="cuda"):
+        import torch
+        dy = -(torch.randn(self.shapes(size)["dY"], device=device).abs() + 0.5)
+        return {"dY": dy.to(torch.bfloat16)}
+
+    def reference(self, inp, s):
+        dy = inp["dY"].double()
+        return {"dBias": dy.sum(dim=0), "Max": dy.amax(dim=0)}
+
+    def peers(self, s):
+        return {"torch": lambda inp: inp["dY"].float().sum(dim=0)}
+
+    def work(self, s):
+        return 2.0 * s["R"] * s["C"] + 8.0 * s["C"]  # read dY (bf16), write both f32 vectors
+
+    def plot_x(self, s):
+        return s["C"]
+
+
+# --- softmax, RMS norm, rotary embedding (memory-bound rows) --------------------------------
+
+
+class Softmax(Workload):
+    name = "softmax"
+    stem = "softmax"
+    params = [Param("X", "bf16"), Param("Y", "bf16", output=True)]
+    main_output = "Y"
+    peer_names = ["torch"]
+    unit = "GB/s"
+    tolerances = {"Y": 1e-2}
+    check_sizes = [dict(R=r, D=d) for d in (1024, 2048, 4096) for r in (1, 37, 1000, 4099)]
+    bench_sizes = [dict(R=32768, D=d) for d in (1024, 2048, 4096)]
+    quick_sizes = [dict(R=32768, D=4096)]
+    argcheck_size = dict(R=4, D=1024)
+    extra_arg_cases = [("unsupported D=512", dict(R=4, D=512), {}, 5),
+                       ("Y with other R", dict(R=4, D=1024), {"Y": (8, 1024)}, 2)]
+    plot_xlabel = "D (R = 32768)"
+
+    def shapes(self, s):
+        return {"X": (s["R"], s["D"]), "Y": (s["R"], s["D"])}
+
+    def label(self, s):
+        return f"R{s['R']} D{s['D']}"
+
+    def make_inputs(self, size, device="cuda"):
+        import torch
+        # Spread wide enough that the row max matters (exp(8) ~ 3000).
+        return {"X": (4 * torch.randn(self.shapes(size)["X"], device=device)).to(torch.bfloat16)}
+
+    def reference(self, inp, s):
+        import torch
+        return {"Y": torch.softmax(inp["X"].double(), dim=-1)}
+
+    def peers(self, s):
+        import torch
+        return {"torch": lambda inp: torch.softmax(inp["X"], dim=-1)}
+
+    def work(self, s):
+        return 2.0 * 2 * s["R"] * s["D"]  # read X, write Y (bf16)
+
+    def plot_x(self, s):
+        return s["D"]
+
+
+class RmsNorm(Workload):
+    """Y = X * rstd * W with rstd = rsqrt(mean(X^2) + eps) per row, which the
+    kernel also writes (f32) for the backward."""
+    name = "rmsnorm"
+    stem = "rmsnorm"
+    params = [Param("X", "bf16"), Param("W", "bf16"), Param("Y", "bf16", output=True), Param("Rstd", "f32", output=True)]
+    main_output = "Y"
+    peer_names = ["rms_norm", "eager"]
+    unit = "GB/s"
+    eps = 1e-6
+    tolerances = {"Y": 1e-2, "Rstd": 1e-5}
+    check_sizes = [dict(R=r, D=d) for d in (1024, 2048, 4096) for r in (1, 37, 1000, 4099)]
+    bench_sizes = [dict(R=32768, D=d) for d in (1024, 2048, 4096)]
+    quick_sizes = [dict(R=32768, D=4096)]
+    argcheck_size = dict(R=4, D=1024)
+    extra_arg_cases = [("unsupported D=512", dict(R=4, D=512), {}, 5),
+                       ("W with other D", dict(R=4, D=1024), {"W": (1032,)}, 2),
+                       ("Rstd with other R", dict(R=4, D=1024), {"Rstd": (8,)}, 2)]
+    plot_xlabel = "D (R = 32768)"
+
+    def shapes(self, s):
+        r, d = s["R"], s["D"]
+        return {"X": (r, d), "W": (d,), "Y": (r, d), "Rstd": (r,)}
+
+    def label(self, s):
+        return f"R{s['R']} D{s['D']}"
+
+    def reference(self, inp, s):
+        x = inp["X"].double()
+        rstd = ((x * x).mean(dim=-1) + self.eps).rsqrt()
+        return {"Y": x * rstd.unsqueeze(-1) * inp["W"].double(), "Rstd": rstd}
+
+    def peers(self, s):
+        import torch
+        import torch.nn.functional as F
+        d, eps = s["D"], self.eps
+
+        def eager(inp):  # the usual module: f32 math, rounded, times the weight
+            x = inp["X"].float()
+            y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+            return inp["W"] * y.to(inp["X"].dtype)
+
+        return {"rms_norm": lambda inp: F.rms_norm(inp["X"], (d,), inp["W"], eps), "eager": eager}
+
+    def work(self, s):
+        return 2.0 * (2 * s["R"] * s["D"] + s["D"]) + 4.0 * s["R"]  # X, Y, W (bf16), Rstd (f32)
+
+    def plot_x(self, s):
+        return s["D"]
+
+
+class RmsNormBwd(Workload):
+    """Two launchers of rmsnorm.tk: rmsnorm_bwd (dX, and dW's partial sums
+    over each block's 32 rows into the f32 buffer dWp), then rmsnorm_bwd_dw
+    (dW = the column sums of dWp)."""
+    name = "rmsnorm_bwd"
+    stem = "rmsnorm"
+    params = [Param("dY", "bf16"), Param("X", "bf16"), Param("W", "bf16"), Param("Rstd", "f32"),
+              Param("dX", "bf16", output=True), Param("dW", "f32", output=True),
+              Param("dWp", "f32", output=True, scratch=True)]
+    main_output = "dX"
+    peer_names = ["rms_norm", "eager"]
+    unit = "GB/s"
+    eps = 1e-6
+    rows_per_block = 32  # rmsnorm_bwd's rows a block, one row of dWp each
+    tolerances = {"dX": 1e-2, "dW": 1e-4}
+    # D = 1024 only: at 2048 a thread's share of dY, Xhat and dW's sums spills.
+    check_sizes = [dict(R=r, D=1024) for r in (1, 37, 1000, 4099, 70000)]
+    bench_sizes = [dict(R=r, D=1024) for r in (32768, 65536)]
+    quick_sizes = [dict(R=65536, D=1024)]
+    argcheck_size = dict(R=4, D=1024)
+    extra_arg_cases = [("unsupported D=2048", dict(R=4, D=2048), {}, 5),
+                       ("X with other R", dict(R=4, D=1024), {"X": (8, 1024)}, 2)]
+    plot_xlabel = "R (D = 1024)"
+
+    steps = [("rmsnorm_bwd", ["dY", "X", "W", "Rstd", "dX", "dWp"], []), ("rmsnorm_bwd_dw", ["dWp", "dW"], [])]
+
+    def shapes(self, s):
+        r, d = s["R"], s["D"]
+        p = -(-r // self.rows_per_block)
+        return {"dY": (r, d), "X": (r, d), "W": (d,), "Rstd": (r,), "dX": (r, d), "dW": (d,), "dWp": (p, d)}
+
+    def label(self, s):
+        return f"R{s['R']} D{s['D']}"
+
+    def make_inputs(self, size, device="cuda"):
+        """Fresh dY, X, W; Rstd as the forward computes it (f32, from X)."""
+        import torch
+        sh = self.shapes(size)
+        inp = {x: torch.randn(sh[x], device=device, dtype=torch.bfloat16) for x in ("dY", "X", "W")}
+        x = inp["X"].float()
+        inp["Rstd"] = torch.rsqrt(x.pow(2).mean(-1) + self.eps).contiguous()
+        return inp
+
+    def reference(self, inp, s):
+        import torch
+        x, w = inp["X"].double().requires_grad_(), inp["W"].double().requires_grad_()
+        y = x * ((x * x).mean(dim=-1, keepdim=True) + self.eps).rsqrt() * w
+        dx, dw = torch.autograd.grad(y, (x, w), inp["dY"].double())
+        return {"dX": dx, "dW": dw}
+
+    def peers(self, s):
+        import torch
+        import torch.nn.functional as F
+        d, eps = s["D"], self.eps
+
+        def eager_fwd(x, w):
+            xf = x.float()
+            return w * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+
+        def peer(fwd, tag):
+            return self.backward_peer(tag, lambda inp: (inp["X"], inp["W"]), fwd, "dY")
+
+        return {"rms_norm": peer(lambda x, w: F.rms_norm(x, (d,), w, eps), "rms_norm"), "eager": peer(eager_fwd, "eager")}
+
+    def work(self, s):
+        r, d = s["R"], s["D"]
+        # dY, X read and dX written (bf16), W and Rstd read, dW written; the
+        # partials (written and read back) are not counted.
+        return 2.0 * 3 * r * d + 2.0 * d + 4.0 * r + 4.0 * d
+
+    def plot_x(self, s):
+        return s["R"]
+
+
+class Rotary(Workload):
+    """Rotary embedding in rotate-half form on X [B, T, H * Dh] with tables
+    Cos, Sin [T, Dh / 2] (the angles t * 10000^(-2j / Dh))."""
+    name = "rotary"
+    stem = "rotary"
+    params = [Param("X", "bf16"), Param("Cos", "bf16"), Param("Sin", "bf16"), Param("Y", "bf16", output=True)]
+    inp_name, out_name, sign = "X", "Y", 1.0
+    main_output = "Y"
+    peer_names = ["eager"]
+    unit = "GB/s"
+    tolerances = {"Y": 1e-2}
+    check_sizes = [dict(B=b, T=t, H=h, Dh=dh) for dh in (64, 128) for b, t, h in [(1, 1, 1), (2, 37, 3), (1, 1000, 5), (3, 4099, 2)]]
+    bench_sizes = [dict(B=4, T=2048, H=32, Dh=dh) for dh in (64, 128)]
+    quick_sizes = [dict(B=4, T=2048, H=32, Dh=128)]
+    argcheck_size = dict(B=1, T=64, H=2, Dh=64)
+    extra_arg_cases = [("unsupported Dh=256", dict(B=1, T=64, H=2, Dh=256), {}, 5),
+                       ("Sin with other T", dict(B=1, T=64, H=2, Dh=64), {"Sin": (72, 32)}, 2)]
+    plot_xlabel = "Dh (B = 4, T = 2048, H = 32)"
+
+    def shapes(self, s):
+        b, t, e, half = s["B"], s["T"], s["H"] * s["Dh"], s["Dh"] // 2
+        return {self.inp_name: (b, t, e), "Cos": (t, half), "Sin": (t, half), self.out_name: (b, t, e)}
+
+    def label(self, s):
+        return f"B{s['B']} T{s['T']} H{s['H']} Dh{s['Dh']}"
+
+    def make_inputs(self, size, device="cuda"):
+        import torch
+        b, t, h, dh = size["B"], size["T"], size["H"], size["Dh"]
+        freq = 10000.0 ** (-torch.arange(0, dh, 2, device=device, dtype=torch.float64) / dh)
+        ang = torch.arange(t, device=device, dtype=torch.float64)[:, None] * freq[None, :]
+        return {self.inp_name: torch.randn((b, t, h * dh), device=device, dtype=torch.bfloat16),
+                "Cos": ang.cos().to(torch.bfloat16), "Sin": ang.sin().to(torch.bfloat16)}
+
+    def _rotate(self, x, cos, sin, s):
+        """x [B, T, H * Dh] rotated by the angles (sin negated for the backward)."""
+        import torch
+        b, t, h, dh = s["B"], s["T"], s["H"], s["Dh"]
+        x = x.view(b, t, h, dh)
+        x1, x2 = x[..., :dh // 2], x[..., dh // 2:]
+        c, sn = cos[:, None, :], self.sign * sin[:, None, :]
+        return torch.cat([x1 * c - x2 * sn, x2 * c + x1 * sn], dim=-1).view(b, t, h * dh)
+
+    def reference(self, inp, s):
+        return {self.out_name: self._rotate(inp[self.inp_name].double(), inp["Cos"].double(), inp["Sin"].double(), s)}
+
+    def peers(self, s):
+        return {"eager": lambda inp: self._rotate(inp[self.inp_name], inp["Cos"], inp["Sin"], s)}
+
+    def work(self, s):
+        return 2.0 * 2 * s["B"] * s["T"] * s["H"] * s["Dh"] + 2.0 * 2 * s["T"] * (s["Dh"] // 2)
+
+    def plot_x(self, s):
+        return s["Dh"]
+
+
+class RotaryBwd(Rotary):
+    """The transpose: dX = [dY1 * cos + dY2 * sin, dY2 * cos - dY1 * sin]."""
+    name = "rotary_bwd"
+    params = [Param("dY", "bf16"), Param("Cos", "bf16"), Param("Sin", "bf16"), Param("dX", "bf16", output=True)]
+    inp_name, out_name, sign = "dY", "dX", -1.0
+    main_output = "dX"
+    tolerances = {"dX": 1e-2}
+    extra_arg_cases = [("unsupported Dh=256", dict(B=1, T=64, H=2, Dh=256), {}, 5),
+                       ("dX with other B", dict(B=1, T=64, H=2, Dh=64), {"dX": (2, 64, 128)}, 2)]

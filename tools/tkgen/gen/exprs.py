@@ -260,9 +260,10 @@ def acc_only(k):
 
 def mma_expr(k, shape):
     """`mma(a, b)` from operand variables in scope, if some fit: a product
-    whose accumulator layout meets the other tiles of the kernel."""
+    whose accumulator layout meets the other tiles of the kernel, and whose
+    rows the kernel's warps can split alone (as a row reduction needs)."""
     rows, cols = shape
-    if not k.has("mma_mix") or not isinstance(rows, int) or rows % 16 or cols % 16:
+    if not k.has("mma_mix") or not isinstance(rows, int) or rows % (16 * k.warps) or cols % 16:
         return None
     k.has_mma = True
     found = []

@@ -150,7 +150,7 @@ def elementwise(k):
     if k.rng.random() < 0.3:
         declare_flag(k)
     grid_2d = k.rng.random() < 0.5
-    warps = warps_for(k, (br, bc))
+    warps = k.warps = warps_for(k, (br, bc))
     x = k.param("X", dtype, ["M", n])
     side = k.param("W", pick(k, list(FLOATS)), [n]) if k.rng.random() < 0.4 else None
     if grid_2d:
@@ -189,7 +189,7 @@ def row_loop(k):
     n = declare_dim(k, "N", bc)
     if k.rng.random() < 0.3:
         declare_flag(k)
-    warps = warps_for(k, (br, bc))
+    warps = k.warps = warps_for(k, (br, bc))
     x = k.param("X", dtype, ["M", n])
     k.annotations.append(f"grid(cdiv(M, {br})) warps({warps})")
     assign(k, "r0", f"block.x * {br}", I32)

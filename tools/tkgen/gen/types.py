@@ -77,6 +77,9 @@ class Kernel:
     # Whether the kernel computes products (whose accumulator layout a row
     # vector cannot share with other tiles).
     has_mma: bool = False
+    # warps(...) of the kernel: an accumulator whose rows are reduced needs
+    # 16 rows per warp (the warps split its rows alone).
+    warps: int = 4
 
     def has(self, feature):
         return feature in self.features

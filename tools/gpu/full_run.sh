@@ -7,11 +7,12 @@
 #             names the .tk file and lines
 #   bench     the examples' correctness checks and the interleaved benchmark
 #             (run_on_device.sh --quick)
-#   python    the Python package's GPU tests
+#   python    the Python package's GPU tests, and launches from several threads,
+#             streams and a captured CUDA graph (test_launch_streams.py)
 # Needs BUILD/tools/tkc, BUILD/tools/tkc-interp (BUILD: --build, default build) and, for bench,
 # BUILD/gpu/*.cu (tools/gpu/generate.sh --no-compile --targets sm_80,sm_90a)
 # from the machine that built tkc.
-# Logs: $OUT/{gen_check_TARGET,lineinfo,check,bench,python}.log, bench.md, bench.png.
+# Logs: $OUT/{gen_check_TARGET,lineinfo,check,bench,python,streams}.log, bench.md, bench.png.
 #
 # Usage: tools/gpu/full_run.sh [--parts gen,lineinfo,bench,python] [--programs N] [--seed S]
 #                              [--gen-seconds S] [--bench-seconds S] [--build DIR]
@@ -89,6 +90,8 @@ fi
 if has_part python; then
   TKC="$PWD/$build/tools/tkc" timeout 150 python3 tools/gpu/test_python_package.py >"$final/python.log" 2>&1 || status=1
   tail -8 "$final/python.log"
+  TKC="$PWD/$build/tools/tkc" timeout 120 python3 tools/gpu/test_launch_streams.py -v >"$final/streams.log" 2>&1 || status=1
+  tail -8 "$final/streams.log"
 fi
 rm -rf "$work"
 exit $status

@@ -1,6 +1,7 @@
 """The kernels the GPU harness checks and benchmarks (a class each, in
 workloads_matmul.py, workloads_rows.py and workloads_xent.py;
-workload_base.py says what a workload is), the harness's own smoke test, and how a run picks them.
+workload_base.py says what a workload is), the harness's own smoke test,
+and how a run picks them.
 Sizes are plain dicts; torch is imported only inside methods.
 """
 

@@ -287,8 +287,10 @@ def _cross_entropy_setup(ctx, inputs, output):
 
 
 def _cross_entropy_backward(ctx, dloss, dlse):
+    # Lse is the backward's input, not differentiated through.
     x, t, lse = ctx.saved_tensors
-    return cross_entropy_bwd(x, t, lse, dloss.float().contiguous()), None
+    dloss = torch.zeros_like(lse) if dloss is None else dloss.float().contiguous()
+    return cross_entropy_bwd(x, t, lse, dloss), None
 
 
 cross_entropy_fwd.register_autograd(_cross_entropy_backward, setup_context=_cross_entropy_setup)

@@ -18,7 +18,7 @@ def _size(r, v, **extra):
 
 
 _CHECK_SIZES = [_size(1, 65), _size(37, 65), _size(1001, 65), _size(37, 1000), _size(1001, 1000),
-                dict(R=37, V=1000, BV=2048), dict(R=37, V=200, BV=128, pad={"X": 8}),
+                dict(R=37, V=1000, BV=128), dict(R=37, V=200, BV=128, pad={"X": 8}),
                 _size(1001, 50257, pad={"X": 7, "dX": 7}), _size(4099, 50304)]
 # GPT-2 (the padded vocabulary nanoGPT uses) and a character-level model, B * T rows.
 _BENCH_SIZES = [_size(8192, 50304), _size(16384, 50304), _size(16384, 65)]

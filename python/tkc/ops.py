@@ -248,15 +248,24 @@ def _xent_chunk(vocab):
     return 128 if vocab <= 512 else 2048
 
 
+def _xent_aligned(x):
+    """x, or a copy in rows padded to 16 bytes where its rows do not start on
+    16 bytes (V = 50257), as the kernels' vector loads need; the copy costs
+    a pass over the logits."""
+    if x.stride(1) == 1 and x.stride(0) % 8 == 0 and x.data_ptr() % 16 == 0:
+        return x
+    padded = torch.empty((x.shape[0], -(-x.shape[1] // 8) * 8), dtype=x.dtype, device=x.device)[:, :x.shape[1]]
+    return padded.copy_(x)
+
+
 @torch.library.custom_op("tkc::cross_entropy", mutates_args=(), device_types="cuda")
 def cross_entropy_fwd(x: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-row loss and log-sum-exp (f32) of logits x [R, V] bf16 (unit column
-    stride, rows 16-byte aligned) for targets t [R] i32, negative = ignored
-    (loss 0)."""
+    """Per-row loss and log-sum-exp (f32) of logits x [R, V] bf16 for targets
+    t [R] i32, negative = ignored (loss 0)."""
     loss = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
     lse = torch.empty_like(loss)
     if x.shape[0] > 0:
-        library("cross_entropy").xent_fwd(x, t, loss, lse, _xent_chunk(x.shape[1]))
+        library("cross_entropy").xent_fwd(_xent_aligned(x), t, loss, lse, _xent_chunk(x.shape[1]))
     return loss, lse
 
 
@@ -268,17 +277,21 @@ def _(x, t):
 
 @torch.library.custom_op("tkc::cross_entropy_bwd", mutates_args=(), device_types="cuda")
 def cross_entropy_bwd(x: torch.Tensor, t: torch.Tensor, lse: torch.Tensor, dloss: torch.Tensor) -> torch.Tensor:
-    """dX = (softmax(x) - onehot(t)) * dloss per row (zero where t < 0), with
-    x's strides."""
-    dx = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+    """dX = (softmax(x) - onehot(t)) * dloss per row (zero where t < 0),
+    contiguous."""
+    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if x.shape[0] > 0:
-        library("cross_entropy").xent_bwd(x, t, lse, dloss, dx, _xent_chunk(x.shape[1]))
+        x = _xent_aligned(x)
+        out = dx if x.shape[1] % 8 == 0 else _xent_aligned(dx)  # padded rows where V is not a multiple of 8
+        library("cross_entropy").xent_bwd(x, t, lse, dloss, out, _xent_chunk(x.shape[1]))
+        if out is not dx:
+            dx.copy_(out)
     return dx
 
 
 @cross_entropy_bwd.register_fake
 def _(x, t, lse, dloss):
-    return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+    return x.new_empty(x.shape)
 
 
 def _cross_entropy_setup(ctx, inputs, output):
@@ -296,28 +309,16 @@ def _cross_entropy_backward(ctx, dloss, dlse):
 cross_entropy_fwd.register_autograd(_cross_entropy_backward, setup_context=_cross_entropy_setup)
 
 
-def _aligned_rows(x):
-    """x [R, V] with unit column stride and rows starting on 16 bytes, as the
-    kernels' vector loads need: a padded copy (differentiable) where V is not
-    a multiple of 8 (50257), which costs a pass over the logits each way."""
-    v = x.shape[1]
-    if x.stride(1) == 1 and x.stride(0) % 8 == 0 and x.storage_offset() % 8 == 0:
-        return x
-    if v % 8:
-        return torch.nn.functional.pad(x, (0, -v % 8))[:, :v]
-    return x.clone(memory_format=torch.contiguous_format)
-
-
 def cross_entropy(logits, targets, ignore_index=-100):
     """Mean cross-entropy of logits [..., V] (bf16, any V) against integer
-    targets of shape logits.shape[:-1], over the targets that are not
+    targets (< V) of shape logits.shape[:-1], over the targets that are not
     ignore_index (any other negative target is ignored too); an f32 scalar,
     differentiable in the logits. As torch's, it is NaN when every target is
-    ignored."""
+    ignored. Rows of a V that is not a multiple of 8 (GPT-2's 50257) are
+    copied into 16-byte-aligned rows each way; 50304 needs no copy."""
     if targets.shape != logits.shape[:-1]:
         raise ValueError(f"targets of shape {tuple(targets.shape)} do not match logits {tuple(logits.shape)}")
-    x = _aligned_rows(logits.reshape(-1, logits.shape[-1]))
     t = targets.reshape(-1)
     t = torch.where(t == ignore_index, -1, t).to(torch.int32)
-    loss, _ = cross_entropy_fwd(x, t)
+    loss, _ = cross_entropy_fwd(logits.reshape(-1, logits.shape[-1]), t)
     return loss.sum() / (t >= 0).sum()

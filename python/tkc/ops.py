@@ -3,6 +3,7 @@
     tkc.ops.attention(q, k, v, causal=False)   # [B, H, N, D] bf16, D in {64, 128}; with autograd
     tkc.ops.layernorm(x, weight, bias)         # [..., D] bf16, D in {1024, 2048, 4096}; autograd at D = 1024
     tkc.ops.rms_norm(x, weight)                # [..., D] bf16, D in {1024, 2048, 4096}; autograd at D = 1024
+    tkc.ops.cross_entropy(logits, targets)     # [..., V] bf16, any V; mean over targets != ignore_index; autograd
 
 The kernels are built on first use (tkc.load). Their sources are found in
 $TKC_KERNEL_DIR or the checkout's examples/.
@@ -230,3 +231,94 @@ def rms_norm(x, weight, eps=1e-6):
     if eps != 1e-6:
         raise ValueError("the rmsnorm kernel is compiled with eps = 1e-6")
     return rms_norm_fwd(_rows_2d(x), weight)[0].reshape(x.shape)
+
+
+# --- cross-entropy -----------------------------------------------------------------
+#
+# The forward writes each row's loss and log-sum-exp; the mean over the rows
+# whose target is not ignored is taken here, in torch, so that autograd
+# hands the backward its per-row dLoss (upstream gradient / count, zero on
+# ignored rows). The backward reads the logits once more and writes dX from
+# the saved log-sum-exp.
+
+
+def _xent_chunk(vocab):
+    """The kernel's columns a step: 128 (two rows a warp) for small
+    vocabularies, 2048 otherwise."""
+    return 128 if vocab <= 512 else 2048
+
+
+def _xent_aligned(x):
+    """x, or a copy in rows padded to 16 bytes where its rows do not start on
+    16 bytes (V = 50257), as the kernels' vector loads need; the copy costs
+    a pass over the logits."""
+    if x.stride(1) == 1 and x.stride(0) % 8 == 0 and x.data_ptr() % 16 == 0:
+        return x
+    padded = torch.empty((x.shape[0], -(-x.shape[1] // 8) * 8), dtype=x.dtype, device=x.device)[:, :x.shape[1]]
+    return padded.copy_(x)
+
+
+@torch.library.custom_op("tkc::cross_entropy", mutates_args=(), device_types="cuda")
+def cross_entropy_fwd(x: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-row loss and log-sum-exp (f32) of logits x [R, V] bf16 for targets
+    t [R] i32, negative = ignored (loss 0)."""
+    loss = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
+    lse = torch.empty_like(loss)
+    if x.shape[0] > 0:
+        library("cross_entropy").xent_fwd(_xent_aligned(x), t, loss, lse, _xent_chunk(x.shape[1]))
+    return loss, lse
+
+
+@cross_entropy_fwd.register_fake
+def _(x, t):
+    loss = x.new_empty(x.shape[:1], dtype=torch.float32)
+    return loss, torch.empty_like(loss)
+
+
+@torch.library.custom_op("tkc::cross_entropy_bwd", mutates_args=(), device_types="cuda")
+def cross_entropy_bwd(x: torch.Tensor, t: torch.Tensor, lse: torch.Tensor, dloss: torch.Tensor) -> torch.Tensor:
+    """dX = (softmax(x) - onehot(t)) * dloss per row (zero where t < 0),
+    contiguous."""
+    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if x.shape[0] > 0:
+        x = _xent_aligned(x)
+        out = dx if x.shape[1] % 8 == 0 else _xent_aligned(dx)  # padded rows where V is not a multiple of 8
+        library("cross_entropy").xent_bwd(x, t, lse, dloss, out, _xent_chunk(x.shape[1]))
+        if out is not dx:
+            dx.copy_(out)
+    return dx
+
+
+@cross_entropy_bwd.register_fake
+def _(x, t, lse, dloss):
+    return x.new_empty(x.shape)
+
+
+def _cross_entropy_setup(ctx, inputs, output):
+    x, t = inputs
+    ctx.save_for_backward(x, t, output[1])
+
+
+def _cross_entropy_backward(ctx, dloss, dlse):
+    # Lse is the backward's input, not differentiated through.
+    x, t, lse = ctx.saved_tensors
+    dloss = torch.zeros_like(lse) if dloss is None else dloss.float().contiguous()
+    return cross_entropy_bwd(x, t, lse, dloss), None
+
+
+cross_entropy_fwd.register_autograd(_cross_entropy_backward, setup_context=_cross_entropy_setup)
+
+
+def cross_entropy(logits, targets, ignore_index=-100):
+    """Mean cross-entropy of logits [..., V] (bf16, any V) against integer
+    targets (< V) of shape logits.shape[:-1], over the targets that are not
+    ignore_index (any other negative target is ignored too); an f32 scalar,
+    differentiable in the logits. As torch's, it is NaN when every target is
+    ignored. Rows of a V that is not a multiple of 8 (GPT-2's 50257) are
+    copied into 16-byte-aligned rows each way; 50304 needs no copy."""
+    if targets.shape != logits.shape[:-1]:
+        raise ValueError(f"targets of shape {tuple(targets.shape)} do not match logits {tuple(logits.shape)}")
+    t = targets.reshape(-1)
+    t = torch.where(t == ignore_index, -1, t).to(torch.int32)
+    loss, _ = cross_entropy_fwd(logits.reshape(-1, logits.shape[-1]), t)
+    return loss.sum() / (t >= 0).sum()

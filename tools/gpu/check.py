@@ -229,7 +229,12 @@ def run_argchecks_device(w, target, launcher, report, stream):
         def real_base(p, shape):
             n = 2 * wl.numel(shape) + 64
             t = torch.empty(n, device="cuda", dtype=wl.torch_dtype(p.dtype))
-            t.fill_(float("nan")) if p.output else t.normal_()
+            if p.output:
+                t.fill_(float("nan"))
+            elif t.is_floating_point():
+                t.normal_()
+            else:  # integer inputs (targets, indices): in range of any size
+                t.zero_()
             buffers[p.name] = (p, t)
             return t.data_ptr()
 

@@ -2,8 +2,8 @@
 """GPU tests of the tkc Python package (python/tkc): loading and calling
 kernels, typed errors that leave the CUDA context usable, the torch
 operators (opcheck, torch.compile fullgraph), and the gradients of
-attention, layer norm and RMS norm against float64 PyTorch. Needs a GPU,
-torch, nvcc and build/tools/tkc.
+attention, layer norm, RMS norm and cross-entropy against float64
+PyTorch. Needs a GPU, torch, nvcc and build/tools/tkc.
 
     python3 tools/gpu/test_python_package.py [-v] [-k PATTERN]
 """
@@ -211,6 +211,81 @@ class Operators(unittest.TestCase):
         with self.assertRaises(tkc.DTypeError):
             tkc.ops.attention(q.half(), k.half(), v.half())
         self.assertTrue(context_usable())
+
+
+class CrossEntropy(unittest.TestCase):
+    """tkc.ops.cross_entropy against F.cross_entropy in float64: the mean over
+    the targets that are not ignored, and its gradient for an upstream
+    gradient other than 1."""
+
+    def problem(self, shape, v, ignore_index=-100, dtype=torch.int64):
+        x = (4 * torch.randn(*shape, v, device="cuda")).to(torch.bfloat16).requires_grad_()
+        t = torch.randint(0, v, shape, device="cuda", dtype=dtype)
+        t.view(-1)[::5] = ignore_index
+        return x, t
+
+    def assert_matches_float64(self, x, t, ignore_index=-100, what=""):
+        loss = tkc.ops.cross_entropy(x, t, ignore_index=ignore_index)
+        self.assertEqual((loss.dtype, loss.shape), (torch.float32, torch.Size([])), what)
+        (dx,) = torch.autograd.grad(loss * 0.7, x)
+        x64 = x.detach().double().requires_grad_()
+        ref = F.cross_entropy(x64.reshape(-1, x.shape[-1]), t.reshape(-1).long(), ignore_index=ignore_index)
+        (ref_dx,) = torch.autograd.grad(ref * 0.7, x64)
+        self.assertLess(abs(loss.item() - ref.item()) / max(1.0, abs(ref.item())), 1e-5, what)
+        self.assertEqual((dx.dtype, dx.shape), (torch.bfloat16, x.shape), what)
+        self.assertLess(rel(dx, ref_dx), 1e-2, what)
+        ignored = t == ignore_index
+        self.assertTrue(ignored.any().item(), what)
+        self.assertEqual(dx[ignored].abs().max().item(), 0.0, what)
+
+    def test_matches_float64_at_odd_sizes(self):
+        for shape, v in [((1001,), 50257), ((3, 37), 50304), ((1001,), 65), ((2, 37), 1000), ((6,), 2)]:
+            x, t = self.problem(shape, v)
+            self.assert_matches_float64(x, t, what=f"{shape} V={v}")
+
+    def test_int32_targets_and_another_ignore_index(self):
+        x, t = self.problem((37,), 200, ignore_index=0, dtype=torch.int32)
+        self.assert_matches_float64(x, t, ignore_index=0, what="ignore_index=0")
+
+    def test_logits_that_are_a_view(self):
+        whole = (4 * torch.randn(37, 1003, device="cuda")).to(torch.bfloat16)
+        x = whole[:, 2:1002].detach().requires_grad_()  # rows 1003 apart, 2 elements in
+        t = torch.randint(0, 1000, (37,), device="cuda")
+        t[::5] = -100
+        self.assert_matches_float64(x, t, what="view")
+
+    def test_every_target_ignored_gives_nan_as_torch_does(self):
+        x, t = self.problem((8,), 65)
+        t.fill_(-100)
+        self.assertTrue(math.isnan(tkc.ops.cross_entropy(x, t).item()))
+        self.assertTrue(math.isnan(F.cross_entropy(x.float(), t).item()))
+
+    def test_opcheck(self):
+        x, t = self.problem((37,), 1000)
+        t32 = torch.where(t < 0, -1, t).to(torch.int32)
+        torch.library.opcheck(torch.ops.tkc.cross_entropy.default, (x, t32))
+        loss, lse = torch.ops.tkc.cross_entropy(x.detach(), t32)
+        torch.library.opcheck(torch.ops.tkc.cross_entropy_bwd.default,
+                              (x.detach(), t32, lse, torch.rand(37, device="cuda")))
+
+    def test_torch_compile_fullgraph_with_gradients(self):
+        h = torch.randn(2, 37, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        w = torch.randn(64, 50304, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        t = torch.randint(0, 50304, (2, 37), device="cuda")
+        t[:, -3:] = -100
+
+        def step(h, w):
+            return tkc.ops.cross_entropy(h @ w, t) / 4
+
+        torch._dynamo.reset()
+        compiled = torch.compile(step, fullgraph=True)
+        got_loss = compiled(h, w)
+        got = torch.autograd.grad(got_loss, (h, w))
+        want_loss = step(h, w)
+        want = torch.autograd.grad(want_loss, (h, w))
+        self.assertLess(abs(got_loss.item() - want_loss.item()) / abs(want_loss.item()), 1e-5)
+        for name, g, r in zip(("h", "w"), got, want):
+            self.assertLess(rel(g, r), 1e-2, name)
 
 
 class Bench(unittest.TestCase):

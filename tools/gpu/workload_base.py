@@ -12,12 +12,12 @@ Sizes are plain dicts. torch is imported only inside methods.
 """
 
 
-DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4}
+DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "i32": 4}
 
 
 def torch_dtype(name):
     import torch
-    return {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[name]
+    return {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "i32": torch.int32}[name]
 
 
 def numel(shape):

@@ -1,6 +1,7 @@
 """The kernels the GPU harness checks and benchmarks (a class each, in
-workloads_matmul.py and workloads_rows.py; workload_base.py says what a
-workload is), the harness's own smoke test, and how a run picks them.
+workloads_matmul.py, workloads_rows.py and workloads_xent.py;
+workload_base.py says what a workload is), the harness's own smoke test,
+and how a run picks them.
 Sizes are plain dicts; torch is imported only inside methods.
 """
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from workload_base import DTYPE_BYTES, Param, Workload, numel, torch_dtype  # noqa: F401
 from workloads_matmul import AttnBwd, AttnFwd, Gemm, GemmSplitK, GemmTN
 from workloads_rows import BiasGrad, LayerNorm, LayerNormBwd, RmsNorm, RmsNormBwd, Rotary, RotaryBwd, Softmax
+from workloads_xent import CrossEntropy, CrossEntropyFused, CrossEntropyTrain
 
 
 # --- the harness's own smoke test (tools/gpu/selftest_abi.cu) -------------------------------
@@ -55,10 +57,11 @@ class SelftestAxpy(Workload):
 
 
 WORKLOADS = [Gemm(), GemmTN(), GemmSplitK(), AttnFwd(), AttnBwd(), LayerNorm(), LayerNormBwd(), BiasGrad(), Softmax(),
-             RmsNorm(), RmsNormBwd(), Rotary(), RotaryBwd()]
+             RmsNorm(), RmsNormBwd(), Rotary(), RotaryBwd(), CrossEntropy(), CrossEntropyTrain(), CrossEntropyFused()]
 SELFTEST = SelftestAxpy()
 BY_NAME = {w.name: w for w in WORKLOADS + [SELFTEST]}
-ALIASES = {"selftest": "axpy", "attention_fwd": "attn_fwd", "attn": "attn_fwd", "attention_bwd": "attn_bwd"}
+ALIASES = {"selftest": "axpy", "attention_fwd": "attn_fwd", "attn": "attn_fwd", "attention_bwd": "attn_bwd",
+           "cross_entropy": "xent_train"}
 
 
 def select(only, include_selftest):

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# examples/nanogpt on a GPU machine, in one command that fits the 10-minute
+# limit of one run:
+#   build   the tkc kernels that tkc.ops uses, all at once (nvcc, one
+#           process per kernel file), so that training does not wait for
+#           them one by one
+#   char    the char preset trained with tkc kernels and with PyTorch's
+#           from one seed (compare.py): both curves in compare.png, each
+#           final validation loss and their ratio
+#   bench   the gpt2 preset's training tokens/s (tkc, torch eager with SDPA,
+#           torch.compile), interleaved, and its per-operator GPU time
+# Needs build/tools/tkc and build/nanogpt/{meta.json,train.bin,val.bin}
+# (examples/nanogpt/prepare.py) from the machine that built tkc.
+# Logs and plots: $OUT/{build,char,bench}.log, $OUT/char/compare.{png,csv,json},
+# $OUT/bench/bench.{md,json}.
+#
+# Usage: tools/gpu/nanogpt_run.sh [--parts build,char,bench] [--steps N] [--batch B]
+#          [--bench-batch B] [--seed S] [--budget SECONDS] [--dry-run]
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+parts=build,char,bench steps=1000 batch=64 bench_batch=16 seed=1337 budget=560 dry=0
+while (($#)); do
+  case "$1" in
+    --parts) parts=$2; shift ;;
+    --steps) steps=$2; shift ;;
+    --batch) batch=$2; shift ;;
+    --bench-batch) bench_batch=$2; shift ;;
+    --seed) seed=$2; shift ;;
+    --budget) budget=$2; shift ;;
+    --dry-run) dry=1 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+final=${OUT:-build/nanogpt/gpu-out}
+has_part() { [[ ",$parts," == *",$1,"* ]]; }
+# The bench part needs about 3 minutes (torch.compile of the 124M model is
+# most of it); the char part gets what the build leaves before that.
+bench_reserve=190
+run() { # LOG SECONDS COMMAND...
+  local log=$1 secs=$2
+  shift 2
+  if ((dry)); then
+    echo "[${secs}s] $* > $final/$log"
+    return 0
+  fi
+  timeout "$secs" "$@" >"$final/$log" 2>&1
+}
+left() { echo $((budget - SECONDS)); }
+mkdir -p "$final"
+export TKC="$PWD/build/tools/tkc"
+status=0
+
+if has_part build; then
+  # Every kernel file tkc.ops loads, each in its own process.
+  stems=$(grep -o 'library("[a-z_0-9]*")' python/tkc/ops.py | sed 's/library("\(.*\)")/\1/' | sort -u)
+  pids=() names=()
+  for stem in $stems; do
+    run "build_$stem.log" 240 python3 -c "import sys; sys.path.insert(0, 'python'); import tkc.ops; tkc.ops.library('$stem')" &
+    pids+=($!) names+=("$stem")
+  done
+  for i in "${!pids[@]}"; do
+    if wait "${pids[$i]}"; then
+      echo "built ${names[$i]} ($SECONDS s)"
+    else
+      echo "FAILED to build ${names[$i]}: $final/build_${names[$i]}.log"
+      status=1
+    fi
+  done
+fi
+
+if has_part char; then
+  limit=$(left)
+  has_part bench && limit=$((limit - bench_reserve))
+  run char.log "$limit" python3 examples/nanogpt/compare.py --preset char --steps "$steps" --batch "$batch" \
+    --seed "$seed" --out "$final/char" || status=1
+  ((dry)) || grep -E "^(\||val loss|wrote|step .*(250|500|750|000) \|)" "$final/char.log" | tail -20
+fi
+
+if has_part bench; then
+  run bench.log "$(left)" python3 examples/nanogpt/train.py --preset gpt2 --bench --batch "$bench_batch" \
+    --seed "$seed" --out "$final/bench" || status=1
+  ((dry)) || grep -E "^(\||bench|GPU time)" "$final/bench.log"
+fi
+exit $status

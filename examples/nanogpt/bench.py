@@ -23,7 +23,7 @@ import statistics
 import torch
 
 from data import Batches
-from train import Dist, make_model, make_optimizer, make_streams, train_step, wrap
+from train import DEFAULTS, Dist, data_kind, make_model, make_optimizer, make_streams, train_step, wrap
 
 CATEGORIES = [
     ("attention forward", r"tkc::attention_fwd$|_flash_attention_forward|_efficient_attention_forward|"
@@ -68,11 +68,10 @@ class Variant:
         self.fwd = wrap(self.model, a, d)
         self.batches = Batches(streams[0], self.batch(args), self.model.cfg.block_size, args.seed, d.rank, d.world)
         self.device = d.device
-        self.lr = a.lr or 1e-4
+        self.lr = a.lr or DEFAULTS[a.preset][1]
 
     @staticmethod
     def batch(args):
-        from train import DEFAULTS
         return args.batch or DEFAULTS[args.preset][0]
 
     def steps(self, n):
@@ -128,7 +127,7 @@ def bench(args):
     tokens = batch * cfg.block_size
     print(f"bench: {cfg}, {variants[0].model.num_parameters() / 1e6:.1f}M parameters, batch {batch} x "
           f"{cfg.block_size} = {tokens} tokens/step, on {torch.cuda.get_device_name(d.device)}, torch {torch.__version__}"
-          f", data: {'random tokens' if streams[2] is None and args.preset != 'char' else 'characters'}")
+          f", data: {'random tokens' if data_kind(args) == 'random' else 'characters'}")
     for v in variants:
         loss = v.steps(args.bench_warmup)
         print(f"  warmed up {v.name}: loss {loss.item():.3f}")

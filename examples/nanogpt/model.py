@@ -84,7 +84,8 @@ class TorchKernels:
 
 
 class TkcKernels:
-    """tkc.ops, imported only here: it needs torch.library.custom_op (torch 2.4+)."""
+    """tkc.ops (bf16 CUDA kernels), imported only here: it needs
+    torch.library.custom_op (torch 2.4 or later)."""
 
     name = "tkc"
 
@@ -94,6 +95,9 @@ class TkcKernels:
         except ImportError:  # not installed: the checkout's python/ folder
             sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
             import tkc.ops
+        missing = [op for op in ("attention", "layernorm", "linear_gelu", "cross_entropy") if not hasattr(tkc.ops, op)]
+        if missing:
+            raise RuntimeError(f"this tkc.ops lacks {', '.join(missing)}")
         self.ops = tkc.ops
 
     def attention(self, q, k, v):

@@ -91,15 +91,26 @@ class Dist:
             t /= self.world
         return t
 
+    def gather(self, t):
+        """The values of t on every rank, in rank order."""
+        if self.world == 1:
+            return [t]
+        out = [torch.empty_like(t) for _ in range(self.world)]
+        dist.all_gather(out, t)
+        return out
+
     def sync(self):
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
 
-def autocast(device):
-    """bf16 autocast on the GPU; f32 on the CPU, where bf16 matmuls are slow."""
+def autocast(device, kernels):
+    """bf16 autocast on the GPU. On the CPU f32, where bf16 matmuls are
+    slow, except around bf16-only kernels (a stand-in tkc.ops in tests)."""
     if device.type == "cuda":
         return torch.autocast("cuda", dtype=torch.bfloat16)
+    if kernels == "tkc":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
@@ -163,7 +174,7 @@ def wrap(model, args, d):
 def train_step(fwd, model, opt, x, y, lr, device):
     for g in opt.param_groups:
         g["lr"] = lr
-    with autocast(device):
+    with autocast(device, model.kernels.name):
         loss = fwd(x, y)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -173,12 +184,12 @@ def train_step(fwd, model, opt, x, y, lr, device):
 
 
 @torch.no_grad()
-def evaluate(fwd, batches, n, d):
+def evaluate(fwd, kernels, batches, n, d):
     batches.reset()  # the same validation windows at every evaluation
     total = torch.zeros((), device=d.device)
     for _ in range(n):
         x, y = batches.next()
-        with autocast(d.device):
+        with autocast(d.device, kernels):
             total += fwd(x, y).float()
     return d.mean(total / n).item()
 
@@ -214,6 +225,8 @@ def train(args):
         last = step == args.steps - 1
         if (step + 1) % args.log_every and not last:
             continue
+        if first == 0:  # each rank's own loss on its rows of the first batch
+            log["first_step_rank_losses"] = [v.item() for v in d.gather(pending[0].float())]
         losses = d.mean(torch.stack(pending).float()).tolist()
         d.sync()
         dt = time.perf_counter() - t0
@@ -223,7 +236,7 @@ def train(args):
         log["intervals"].append(interval)
         line = f"step {step + 1:5d} | loss {losses[-1]:.4f}"
         if (step + 1) % args.eval_every == 0 or last:
-            val = evaluate(fwd, val_batches, args.eval_batches, d)
+            val = evaluate(fwd, args.kernels, val_batches, args.eval_batches, d)
             log["evals"].append({"step": step + 1, "val_loss": val})
             line += f" | val {val:.4f}"
         say(f"{line} | {interval['tokens_per_s']:,.0f} tok/s | {interval['ms_per_step']:.1f} ms/step")

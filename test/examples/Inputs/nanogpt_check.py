@@ -4,6 +4,8 @@
     nanogpt_check.py prepared DATA_DIR         the token files decode to corpus.txt
     nanogpt_check.py decreases LOG.json DROP   the loss fell by at least DROP nats
     nanogpt_check.py same LOG1 LOG2 TOL        equal per-step and validation losses, within TOL
+    nanogpt_check.py close COMPARE.json TOL    compare.py's final validation losses within a factor 1 +- TOL
+    nanogpt_check.py called CALLS.json OP...   the stand-in tkc.ops ran each OP
 """
 
 import json
@@ -50,9 +52,30 @@ def same(a_path, b_path, tol):
     worst = max(abs(x - y) for x, y in pairs)
     print(f"worlds {a['world']} and {b['world']}: {len(pairs)} losses, largest difference {worst:.2e}")
     assert a["world"] != b["world"], "both runs used the same number of processes"
+    # Each rank had rows of its own: different losses, whose mean is the loss of the whole batch.
+    for log in (a, b):
+        ranks = log["first_step_rank_losses"]
+        assert len(ranks) == log["world"] and len(set(ranks)) == len(ranks), f"rank losses {ranks}"
+        assert abs(sum(ranks) / len(ranks) - log["steps"][0]["loss"]) <= float(tol)
+    print(f"first step, per rank: {a['first_step_rank_losses']} and {b['first_step_rank_losses']}")
     assert worst <= float(tol), f"losses differ by {worst} > {tol}"
     print("same: ok")
 
 
+def close(path, tol):
+    summary = json.loads(Path(path).read_text())
+    (key, ratio), = summary["ratio"].items()
+    print(f"val loss ratio {key} {ratio:.4f}")
+    assert abs(ratio - 1) <= float(tol), f"{ratio} is not within {tol} of 1"
+    print("close: ok")
+
+
+def called(path, *ops):
+    calls = json.loads(Path(path).read_text())
+    print("calls: " + ", ".join(f"{op} {calls.get(op, 0)}" for op in ops))
+    assert all(calls.get(op, 0) > 0 for op in ops), "an operator was not used"
+    print("called: ok")
+
+
 if __name__ == "__main__":
-    {"prepared": prepared, "decreases": decreases, "same": same}[sys.argv[1]](*sys.argv[2:])
+    {"prepared": prepared, "decreases": decreases, "same": same, "close": close, "called": called}[sys.argv[1]](*sys.argv[2:])

@@ -19,6 +19,7 @@ import json
 import random
 import re
 import statistics
+import time
 
 import torch
 
@@ -34,12 +35,15 @@ CATEGORIES = [
     ("linear+GELU (tkc)", r"tkc::linear_gelu"),
     ("GELU (torch, elementwise)", r"aten::gelu"),
     ("cross-entropy", r"tkc::cross_entropy|log_softmax|nll_loss"),
-    ("other matmuls (cuBLAS)", r"aten::(mm|addmm|matmul|_addmm_activation)$"),
+    ("other matmuls", r"aten::(mm|addmm|matmul|_addmm_activation)$"),
     ("optimizer (AdamW)", r"adam"),
     ("gradient clipping", r"_foreach_norm|_foreach_mul|linalg_vector_norm|clamp"),
     ("embedding", r"embedding"),
     ("casts and copies", r"aten::(copy_|_to_copy|clone|contiguous)$"),
 ]
+
+
+UNATTRIBUTED = "device work outside any operator"
 
 
 def category(name):
@@ -82,6 +86,11 @@ class Variant:
 
 
 def timed_window(v, n):
+    """Seconds per step over n steps (CUDA events on the GPU)."""
+    if v.device.type != "cuda":
+        t0 = time.perf_counter()
+        v.steps(n)
+        return (time.perf_counter() - t0) / n
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     v.steps(n)
@@ -91,23 +100,31 @@ def timed_window(v, n):
 
 
 def breakdown(v, n):
-    """{category: GPU ms per step} over n profiled steps, plus the total."""
-    from torch.autograd import DeviceType
+    """{category: GPU ms per step} over n profiled steps, plus the total of
+    the GPU's work and the part of it that no operator launched."""
     from torch.profiler import ProfilerActivity, profile
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    cuda = v.device.type == "cuda"
+    d = Dist.sync_device(v.device)
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
         v.steps(n)
-        torch.cuda.synchronize()
-    out = {}
+        d()
+    out, device_total = {}, 0.0
     for evt in prof.key_averages():
-        if evt.device_type != DeviceType.CPU:
-            continue
-        us = self_device_us(evt)
-        if us > 0:
+        # On the CPU its own time stands in for the device's.
+        us = (self_device_us(evt) if cuda else evt.self_cpu_time_total) / 1e3 / n
+        if not str(evt.device_type).endswith("CPU"):  # a kernel, copy or fill itself
+            device_total += us
+        elif us > 0:
             key = category(evt.key)
-            out[key] = out.get(key, 0.0) + us / 1e3 / n
-    out["total GPU time"] = sum(out.values())
+            out[key] = out.get(key, 0.0) + us
+    attributed = sum(out.values())
+    out[UNATTRIBUTED] = max(0.0, device_total - attributed)
+    out["total"] = max(device_total, attributed)
     return out
+
+
+def device_name(device):
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
 
 
 def flops_per_token(cfg, params):
@@ -118,15 +135,13 @@ def flops_per_token(cfg, params):
 
 def bench(args):
     d = Dist(args.device)
-    if d.device.type != "cuda":
-        raise SystemExit("--bench needs a GPU")
     streams = make_streams(args, d.device, args.seed)
     names = args.bench_variants.split(",")
     variants = [Variant(n, args, d, streams, streams[2]) for n in names]
     cfg, batch = variants[0].model.cfg, Variant.batch(args)
     tokens = batch * cfg.block_size
     print(f"bench: {cfg}, {variants[0].model.num_parameters() / 1e6:.1f}M parameters, batch {batch} x "
-          f"{cfg.block_size} = {tokens} tokens/step, on {torch.cuda.get_device_name(d.device)}, torch {torch.__version__}"
+          f"{cfg.block_size} = {tokens} tokens/step, on {device_name(d.device)}, torch {torch.__version__}"
           f", data: {'random tokens' if data_kind(args) == 'random' else 'characters'}")
     for v in variants:
         loss = v.steps(args.bench_warmup)
@@ -137,22 +152,23 @@ def bench(args):
         for v in order.sample(variants, len(variants)):
             times[v.name].append(timed_window(v, args.bench_window))
     fpt = flops_per_token(cfg, variants[0].model.num_parameters())
-    result = {"config": vars(cfg), "batch": batch, "device": torch.cuda.get_device_name(d.device),
+    result = {"config": vars(cfg), "batch": batch, "device": device_name(d.device),
               "torch": torch.__version__, "variants": {}}
     lines = ["| variant | tokens/s (median) | ms/step | spread (min-max ms) | model TFLOP/s |", "|---|---|---|---|---|"]
     for name, ts in times.items():
         med = statistics.median(ts)
         result["variants"][name] = {"step_s": ts, "median_step_s": med, "tokens_per_s": tokens / med}
         lines.append(f"| {name} | {tokens / med:,.0f} | {med * 1e3:.1f} | {min(ts) * 1e3:.1f}-{max(ts) * 1e3:.1f} | "
-                     f"{fpt * tokens / med / 1e12:.0f} |")
+                     f"{fpt * tokens / med / 1e12:.1f} |")
     eager = [v for v in variants if not v.args.compile]
     parts = {v.name: breakdown(v, max(2, args.bench_window // 2)) for v in eager}
     result["breakdown_ms_per_step"] = parts
-    rows = sorted({k for p in parts.values() for k in p if k != "total GPU time"},
+    rows = sorted({k for p in parts.values() for k in p if k != "total"},
                   key=lambda k: -max(p.get(k, 0.0) for p in parts.values()))
-    lines += ["", "GPU time per step by operator (torch.profiler self time, ms):", "",
+    what = "GPU" if d.device.type == "cuda" else "CPU"
+    lines += ["", f"{what} time per step by operator (torch.profiler self time, ms):", "",
               "| operator | " + " | ".join(parts) + " |", "|---" * (len(parts) + 1) + "|"]
-    for k in rows + ["total GPU time"]:
+    for k in rows + ["total"]:
         lines.append(f"| {k} | " + " | ".join(f"{p.get(k, 0.0):.2f}" for p in parts.values()) + " |")
     table = "\n".join(lines)
     print(table)

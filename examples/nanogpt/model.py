@@ -101,8 +101,8 @@ class TkcKernels:
         self.ops = tkc.ops
 
     def attention(self, q, k, v):
-        q, k, v = (t.to(torch.bfloat16).contiguous() for t in (q, k, v))
-        return self.ops.attention(q, k, v, causal=True)
+        bf = torch.bfloat16
+        return self.ops.attention(q.to(bf).contiguous(), k.to(bf).contiguous(), v.to(bf).contiguous(), causal=True)
 
     def layernorm(self, x, weight, bias):
         bf = torch.bfloat16

@@ -99,9 +99,13 @@ class Dist:
         dist.all_gather(out, t)
         return out
 
+    @staticmethod
+    def sync_device(device):
+        """A function that waits for the device's work."""
+        return (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+
     def sync(self):
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+        Dist.sync_device(self.device)()
 
 
 def autocast(device, kernels):

@@ -72,13 +72,13 @@ fi
 if has_part char; then
   limit=$(left)
   has_part bench && limit=$((limit - bench_reserve))
-  run char.log "$limit" python3 examples/nanogpt/compare.py --preset char --steps "$steps" --batch "$batch" \
+  run char.log "$limit" python3 -u examples/nanogpt/compare.py --preset char --steps "$steps" --batch "$batch" \
     --seed "$seed" --out "$final/char" || status=1
   ((dry)) || grep -E "^(\||val loss|wrote|step .*(250|500|750|000) \|)" "$final/char.log" | tail -20
 fi
 
 if has_part bench; then
-  run bench.log "$(left)" python3 examples/nanogpt/train.py --preset gpt2 --bench --batch "$bench_batch" \
+  run bench.log "$(left)" python3 -u examples/nanogpt/train.py --preset gpt2 --bench --batch "$bench_batch" \
     --seed "$seed" --out "$final/bench" || status=1
   ((dry)) || grep -E "^(\||bench|GPU time)" "$final/bench.log"
 fi

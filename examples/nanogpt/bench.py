@@ -111,10 +111,11 @@ def breakdown(v, n):
     out, device_total = {}, 0.0
     for evt in prof.key_averages():
         # On the CPU its own time stands in for the device's.
-        us = (self_device_us(evt) if cuda else evt.self_cpu_time_total) / 1e3 / n
+        # (The profiler can give a wrapper of other operators a self time below 0.)
+        us = max(0.0, self_device_us(evt) if cuda else evt.self_cpu_time_total) / 1e3 / n
         if not str(evt.device_type).endswith("CPU"):  # a kernel, copy or fill itself
             device_total += us
-        elif us > 0:
+        else:  # every kind of operator the step ran gets a row, even at 0
             key = category(evt.key)
             out[key] = out.get(key, 0.0) + us
     attributed = sum(out.values())

@@ -48,11 +48,18 @@ class Batches:
         self.seed = seed
         self.reset()
 
+    # Window starts are drawn this many batches at a time: a copy to the
+    # device waits for the work queued before it, once per chunk.
+    CHUNK = 256
+
     def reset(self):
         self.gen = torch.Generator().manual_seed(self.seed)
+        self.starts, self.used = None, self.CHUNK
 
     def next(self):
-        starts = torch.randint(self.stream.numel() - self.block - 1, (self.batch,), generator=self.gen)
-        starts = starts[self.rows].to(self.stream.device)
-        windows = self.stream[starts[:, None] + self.offsets]
+        if self.used == self.CHUNK:
+            starts = torch.randint(self.stream.numel() - self.block - 1, (self.CHUNK, self.batch), generator=self.gen)
+            self.starts, self.used = starts[:, self.rows].to(self.stream.device), 0
+        windows = self.stream[self.starts[self.used][:, None] + self.offsets]
+        self.used += 1
         return windows[:, :-1], windows[:, 1:]

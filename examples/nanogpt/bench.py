@@ -20,6 +20,7 @@ import random
 import re
 import statistics
 import time
+import traceback
 
 import torch
 
@@ -138,15 +139,26 @@ def bench(args):
     d = Dist(args.device)
     streams = make_streams(args, d.device, args.seed)
     names = args.bench_variants.split(",")
-    variants = [Variant(n, args, d, streams, streams[2]) for n in names]
+    variants, failed = [], {}
+    for name in names:
+        # A variant that cannot run (a kernel missing, a shape it does not
+        # take) is reported and left out; the others are still measured.
+        try:
+            v = Variant(name, args, d, streams, streams[2])
+            loss = v.steps(args.bench_warmup)
+            print(f"  warmed up {name}: loss {loss.item():.3f}")
+            variants.append(v)
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc()
+            failed[name] = f"{type(e).__name__}: {e}"
+            print(f"  {name} FAILED: {failed[name]}")
+    if not variants:
+        raise SystemExit("no variant ran")
     cfg, batch = variants[0].model.cfg, Variant.batch(args)
     tokens = batch * cfg.block_size
     print(f"bench: {cfg}, {variants[0].model.num_parameters() / 1e6:.1f}M parameters, batch {batch} x "
           f"{cfg.block_size} = {tokens} tokens/step, on {device_name(d.device)}, torch {torch.__version__}"
           f", data: {'random tokens' if data_kind(args) == 'random' else 'characters'}")
-    for v in variants:
-        loss = v.steps(args.bench_warmup)
-        print(f"  warmed up {v.name}: loss {loss.item():.3f}")
     times = {v.name: [] for v in variants}
     order = random.Random(args.seed)
     for _ in range(args.bench_rounds):
@@ -154,7 +166,7 @@ def bench(args):
             times[v.name].append(timed_window(v, args.bench_window))
     fpt = flops_per_token(cfg, variants[0].model.num_parameters())
     result = {"config": vars(cfg), "batch": batch, "device": device_name(d.device),
-              "torch": torch.__version__, "variants": {}}
+              "torch": torch.__version__, "variants": {}, "failed": failed}
     lines = ["| variant | tokens/s (median) | ms/step | spread (min-max ms) | model TFLOP/s |", "|---|---|---|---|---|"]
     for name, ts in times.items():
         med = statistics.median(ts)
@@ -171,9 +183,12 @@ def bench(args):
               "| operator | " + " | ".join(parts) + " |", "|---" * (len(parts) + 1) + "|"]
     for k in rows + ["total"]:
         lines.append(f"| {k} | " + " | ".join(f"{p.get(k, 0.0):.2f}" for p in parts.values()) + " |")
+    lines += [f"\n{name} did not run: {why}" for name, why in failed.items()]
     table = "\n".join(lines)
     print(table)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.md").write_text(table + "\n")
     (args.out / "bench.json").write_text(json.dumps(result, indent=1))
     print(f"wrote {args.out / 'bench.md'}, {args.out / 'bench.json'}")
+    if failed:
+        raise SystemExit(1)

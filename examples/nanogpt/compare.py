@@ -10,6 +10,7 @@ loss and their ratio. Takes train.py's options (--kernels excepted).
 import copy
 import json
 import sys
+import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -21,11 +22,18 @@ def main():
     ap = build_parser()
     ap.add_argument("--variants", default="tkc,torch", help="kernel sets to train, in order")
     args = ap.parse_args()
-    runs = {}
+    runs, failed = {}, []
     for kernels in args.variants.split(","):
         run_args = copy.copy(args)
         run_args.kernels, run_args.out = kernels, args.out / kernels
-        runs[kernels] = train(run_args)
+        try:  # one variant failing still leaves the other's curve
+            runs[kernels] = train(run_args)
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            print(f"{kernels} FAILED")
+            failed.append(kernels)
+    if not runs:
+        sys.exit("no variant ran")
     summary = {k: {"final_val_loss": log["final_val_loss"],
                    "median_tokens_per_s": sorted(i["tokens_per_s"] for i in log["intervals"])[len(log["intervals"]) // 2]}
                for k, log in runs.items()}
@@ -44,6 +52,8 @@ def main():
         (key, value), = summary["ratio"].items()
         print(f"val loss ratio {key} = {value:.4f}")
     print("wrote " + ", ".join(str(f) for f in files) + ("" if len(files) > 1 else " (no matplotlib: CSV only)"))
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)}")
 
 
 if __name__ == "__main__":

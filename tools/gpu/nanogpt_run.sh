@@ -4,6 +4,8 @@
 #   build   the tkc kernels that tkc.ops uses, all at once (nvcc, one
 #           process per kernel file), so that training does not wait for
 #           them one by one
+#   check   tools/gpu/test_nanogpt.py: the tkc variant's loss and gradients
+#           against the PyTorch variant's, eager and compiled
 #   char    the char preset trained with tkc kernels and with PyTorch's
 #           from one seed (compare.py): both curves in compare.png, each
 #           final validation loss and their ratio
@@ -15,18 +17,18 @@
 # bound by its ~400 launches at 10-30 ms, 1000 steps 15-30 s per variant.
 # The gpt2 model is 124.5M parameters, 0.80 GFLOP per token, 13.2 TFLOP per
 # step of 16 x 1024 tokens: 35-70 ms a step; with torch.compile (1-2 min)
-# and the profiled steps the bench takes about 3 minutes. All three parts
-# about 5-7 minutes; --budget (560 s) bounds them.
+# and the profiled steps the bench takes about 3 minutes. All parts about
+# 6-8 minutes; --budget (560 s) bounds them.
 # Needs build/tools/tkc and build/nanogpt/{meta.json,train.bin,val.bin}
 # (examples/nanogpt/prepare.py) from the machine that built tkc.
-# Logs and plots: $OUT/{build,char,bench}.log, $OUT/char/compare.{png,csv,json},
+# Logs and plots: $OUT/{build_*,check,char,bench}.log, $OUT/char/compare.{png,csv,json},
 # $OUT/bench/bench.{md,json}.
 #
-# Usage: tools/gpu/nanogpt_run.sh [--parts build,char,bench] [--steps N] [--batch B]
+# Usage: tools/gpu/nanogpt_run.sh [--parts build,check,char,bench] [--steps N] [--batch B]
 #          [--bench-batch B] [--seed S] [--budget SECONDS] [--dry-run]
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
-parts=build,char,bench steps=1000 batch=64 bench_batch=16 seed=1337 budget=560 dry=0
+parts=build,check,char,bench steps=1000 batch=64 bench_batch=16 seed=1337 budget=560 dry=0
 while (($#)); do
   case "$1" in
     --parts) parts=$2; shift ;;
@@ -75,6 +77,11 @@ if has_part build; then
       status=1
     fi
   done
+fi
+
+if has_part check; then
+  run check.log 150 python3 tools/gpu/test_nanogpt.py || status=1
+  ((dry)) || tail -4 "$final/check.log"
 fi
 
 if has_part char; then

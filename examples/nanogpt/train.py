@@ -163,15 +163,17 @@ def make_streams(args, device, seed):
 
 
 def wrap(model, args, d):
-    """The callable a step runs: DDP around the model, then torch.compile."""
+    """The callable a step runs: torch.compile of the model, then DDP around
+    it (compiling DDP itself would split the graph at its gradient buckets,
+    which fullgraph=True refuses)."""
     fwd = model
-    if d.world > 1:
-        from torch.nn.parallel import DistributedDataParallel
-        fwd = DistributedDataParallel(model, device_ids=[d.device.index] if d.device.type == "cuda" else None)
     if args.compile:
         if not hasattr(torch, "compile"):
             raise SystemExit(f"--compile needs torch 2 (this is {torch.__version__})")
         fwd = torch.compile(fwd, fullgraph=True)
+    if d.world > 1:
+        from torch.nn.parallel import DistributedDataParallel
+        fwd = DistributedDataParallel(fwd, device_ids=[d.device.index] if d.device.type == "cuda" else None)
     return fwd
 
 

@@ -164,12 +164,14 @@ def make_streams(args, device, seed):
 
 def wrap(model, args, d):
     """The callable a step runs: torch.compile of the model, then DDP around
-    it (compiling DDP itself would split the graph at its gradient buckets,
-    which fullgraph=True refuses)."""
+    it. Dynamo's DDP optimizer is off: it splits the graph at DDP's gradient
+    buckets (for overlap), which fullgraph=True refuses."""
     fwd = model
     if args.compile:
         if not hasattr(torch, "compile"):
             raise SystemExit(f"--compile needs torch 2 (this is {torch.__version__})")
+        if d.world > 1:
+            torch._dynamo.config.optimize_ddp = False
         fwd = torch.compile(fwd, fullgraph=True)
     if d.world > 1:
         from torch.nn.parallel import DistributedDataParallel

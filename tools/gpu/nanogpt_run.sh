@@ -9,6 +9,9 @@
 #   char    the char preset trained with tkc kernels and with PyTorch's
 #           from one seed (compare.py): both curves in compare.png, each
 #           final validation loss and their ratio
+#   ddp     (not by default; 2 GPUs) 20 steps of the char preset with tkc
+#           kernels on one process and under torchrun on two: the same
+#           losses at the same global batch, to bf16 rounding
 #   bench   the gpt2 preset's training tokens/s (tkc, torch eager with SDPA,
 #           torch.compile), interleaved, and its per-operator GPU time
 # Expected on an H100 (not yet measured): the char model is 10.8M
@@ -90,6 +93,16 @@ if has_part char; then
   run char.log "$limit" python3 -u examples/nanogpt/compare.py --preset char --steps "$steps" --batch "$batch" \
     --seed "$seed" --out "$final/char" || status=1
   ((dry)) || grep -E "^(\||val loss|wrote|step .*(250|500|750|000) \|)" "$final/char.log" | tail -20
+fi
+
+if has_part ddp; then
+  common=(--preset char --kernels tkc --steps 20 --batch "$batch" --log-every 10 --eval-every 10 --seed "$seed" --quiet)
+  run ddp1.log 120 python3 -u examples/nanogpt/train.py "${common[@]}" --out "$final/ddp1" || status=1
+  run ddp2.log 120 torchrun --standalone --nproc-per-node=2 examples/nanogpt/train.py "${common[@]}" --out "$final/ddp2" ||
+    status=1
+  run ddp.log 10 python3 test/examples/Inputs/nanogpt_check.py same "$final/ddp1/log.json" "$final/ddp2/log.json" 0.02 ||
+    status=1
+  ((dry)) || cat "$final/ddp.log"
 fi
 
 if has_part bench; then

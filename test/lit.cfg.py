@@ -38,6 +38,14 @@ for python in (shutil.which("python3"), "/usr/bin/python3"):
         config.substitutions.append(("%python_pip", python))
         break
 
+# A Python with PyTorch (1.13 or later), for the CPU test of
+# examples/nanogpt; Debian's python3-torch is in /usr/bin/python3's path only.
+for python in (shutil.which("python3"), "/usr/bin/python3"):
+    if python and subprocess.run([python, "-c", "import torch"], capture_output=True).returncode == 0:
+        config.available_features.add("torch")
+        config.substitutions.append(("%python_torch", python))
+        break
+
 # The tree-sitter grammar's check builds tree-sitter 0.13's parser generator
 # and runtime from their npm packages, which tools/setup.sh fetches into
 # build/npm (TKC_TREE_SITTER_NPM names another folder holding them), and

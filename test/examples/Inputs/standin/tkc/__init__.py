@@ -1,0 +1,1 @@
+"""A stand-in for the tkc package on the CPU: only tkc.ops, in PyTorch."""

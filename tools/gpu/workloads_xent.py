@@ -4,17 +4,25 @@ saved Lse), and the fused xent_fwd_bwd; against F.cross_entropy, eager and
 under torch.compile, forward and backward.
 
 Targets are i32 with about one in eight ignored (-1); BV is the kernel's
-chunk, 128 for small vocabularies and 2048 otherwise, as tkc.ops picks it.
-V = 50257 (GPT-2's vocabulary) is checked with rows padded to 50264
-elements, as tkc.ops pads them: the kernels' 16-byte loads need rows that
-start on 16 bytes.
+chunk, 128 for small vocabularies and 1024 otherwise, as tkc.ops picks it.
+X and dX rows are padded to a multiple of 8 elements, as tkc.ops pads
+them: the kernels' 16-byte loads need rows that start on 16 bytes. V =
+50257 (GPT-2's vocabulary) is also checked inside rows 7 elements longer.
 """
 
 from workload_base import Param, Workload
 
 
+def _rows(r, v, fill, dtype, device):
+    """An [r, v] view of rows padded to a multiple of 8 elements (16 bytes
+    of bf16), as tkc.ops pads them, so that any V launches."""
+    import torch
+    whole = torch.full((r, -(-v // 8) * 8), fill, dtype=dtype, device=device)
+    return whole[:, :v]
+
+
 def _size(r, v, **extra):
-    return dict(R=r, V=v, BV=128 if v <= 512 else 2048, **extra)
+    return dict(R=r, V=v, BV=128 if v <= 512 else 1024, **extra)
 
 
 _CHECK_SIZES = [_size(1, 65), _size(37, 65), _size(1001, 65), _size(37, 1000), _size(1001, 1000),
@@ -38,9 +46,9 @@ class CrossEntropy(Workload):
     check_sizes = _CHECK_SIZES
     bench_sizes = _BENCH_SIZES
     quick_sizes = [_size(16384, 50304)]
-    argcheck_size = dict(R=4, V=1000, BV=2048)
+    argcheck_size = dict(R=4, V=1000, BV=1024)
     extra_arg_cases = [("unsupported BV=256", dict(R=4, V=1000, BV=256), {}, 5),
-                       ("T with other R", dict(R=4, V=1000, BV=2048), {"T": (8,)}, 2)]
+                       ("T with other R", dict(R=4, V=1000, BV=1024), {"T": (8,)}, 2)]
     plot_xlabel = "R x V"
 
     def shapes(self, s):
@@ -55,10 +63,19 @@ class CrossEntropy(Workload):
         r, v = size["R"], size["V"]
         t = torch.randint(0, v, (r,), device=device, dtype=torch.int32)
         t[torch.rand(r, device=device) < 0.125] = -1
-        inp = {"X": (4 * torch.randn((r, v), device=device)).to(torch.bfloat16), "T": t,
+        x = _rows(r, v, float("nan"), torch.bfloat16, device)
+        x.copy_(4 * torch.randn((r, v), device=device))
+        inp = {"X": x, "T": t,
                "dLoss": torch.rand(r, device=device) / max(r, 1)}
         inp["T64"] = t.long()  # for the peers, made once
         return {n: x for n, x in inp.items() if n in self.input_names() or n == "T64"}
+
+    def make_outputs(self, size, device="cuda"):
+        import torch
+        out = super().make_outputs(size, device)
+        if "dX" in out:
+            out["dX"] = _rows(size["R"], size["V"], float("nan"), torch.bfloat16, device)
+        return out
 
     def input_names(self):
         return {p.name for p in self.params if not p.output}
@@ -103,7 +120,7 @@ class CrossEntropyTrain(CrossEntropy):
     steps = [("xent_fwd", ["X", "T", "Loss", "Lse"], [0]), ("xent_bwd", ["X", "T", "Lse", "dLoss", "dX"], [0])]
     main_output = "dX"
     extra_arg_cases = [("unsupported BV=256", dict(R=4, V=1000, BV=256), {}, 5),
-                       ("dX with other V", dict(R=4, V=1000, BV=2048), {"dX": (4, 1008)}, 2)]
+                       ("dX with other V", dict(R=4, V=1000, BV=1024), {"dX": (4, 1008)}, 2)]
 
     def peers(self, s):
         import torch

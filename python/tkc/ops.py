@@ -285,6 +285,8 @@ def _(dy, x, weight, pre, approx):
 def _linear_gelu_setup(ctx, inputs, output):
     x, weight, _, approx = inputs
     ctx.save_for_backward(x, weight, output[1])
+    # The pre-activation is the backward's input, not a result to train.
+    ctx.mark_non_differentiable(output[1])
     ctx.approx = approx
 
 

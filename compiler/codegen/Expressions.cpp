@@ -242,7 +242,7 @@ std::optional<CExpr> operatorExpression(OpKind kind, const std::vector<CExpr> &a
   bool host = spelling.host, floatMath = spelling.floatMath;
   bool unaryOp = kind == OpKind::Neg || kind == OpKind::Exp || kind == OpKind::Exp2 || kind == OpKind::Log ||
                  kind == OpKind::Log2 || kind == OpKind::Sqrt || kind == OpKind::Rsqrt || kind == OpKind::Abs ||
-                 kind == OpKind::Tanh;
+                 kind == OpKind::Tanh || kind == OpKind::Erf || kind == OpKind::Sigmoid || kind == OpKind::Silu;
   size_t arity = kind == OpKind::Select ? 3 : unaryOp ? 1 : 2;
   if (a.size() != arity)
     return std::nullopt;
@@ -283,6 +283,17 @@ std::optional<CExpr> operatorExpression(OpKind kind, const std::vector<CExpr> &a
     return host ? binary(BinaryOperator::Div, CExpr::floating(1.0), call("std::sqrt", a)) : call("rsqrtf", a);
   case OpKind::Abs: return floatMath ? math("std::fabs", "fabsf") : call("tkc::abs", a);
   case OpKind::Tanh: return math("std::tanh", "tanhf");
+  case OpKind::Erf: return math("std::erf", "erff");
+  case OpKind::Sigmoid: case OpKind::Silu: {
+    // x / (1 + e^-x), with x = 1 for the sigmoid; the fast form is exp's
+    // and the division's, which give 0 (the limit) once e^-x passes 2^126.
+    CExpr numerator = kind == OpKind::Silu ? a[0] : CExpr::floating(1.0);
+    CExpr expNeg = call(host ? "std::exp" : fast ? "__expf" : "expf", {unary('-', a[0])});
+    CExpr denominator = CExpr::floating(1.0) + expNeg;
+    if (fast)
+      return call("__fdividef", {numerator, denominator});
+    return binary(BinaryOperator::Div, numerator, denominator);
+  }
   default: return std::nullopt;
   }
 }

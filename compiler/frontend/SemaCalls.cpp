@@ -42,7 +42,7 @@ Type KernelChecker::checkCall(const Expr &call) {
     return checkConstantTile(call);
   if (name == "mma")
     return checkMma(call);
-  if (isOneOf(name, {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh"}))
+  if (isOneOf(name, {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "erf", "sigmoid", "silu"}))
     return checkMathFunction(call);
   if (name == "max" || name == "min")
     return checkMinMax(call);

@@ -67,6 +67,9 @@ double apply(OpKind kind, double a, double b, bool isFloat) {
   case OpKind::Rsqrt: return 1 / std::sqrt(a);
   case OpKind::Abs: return std::fabs(a);
   case OpKind::Tanh: return std::tanh(a);
+  case OpKind::Erf: return std::erf(a);
+  case OpKind::Sigmoid: return 1 / (1 + std::exp(-a));
+  case OpKind::Silu: return a / (1 + std::exp(-a));
   default: return a;
   }
 }

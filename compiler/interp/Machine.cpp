@@ -277,7 +277,7 @@ Machine::Status Machine::exec(Context &ctx, const Op &op) {
   case OpKind::Gt: case OpKind::Ge: case OpKind::Eq: case OpKind::Ne: case OpKind::And:
   case OpKind::Or: case OpKind::Select: case OpKind::Neg: case OpKind::Exp: case OpKind::Exp2:
   case OpKind::Log: case OpKind::Log2: case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Abs:
-  case OpKind::Tanh: case OpKind::Cast:
+  case OpKind::Tanh: case OpKind::Erf: case OpKind::Sigmoid: case OpKind::Silu: case OpKind::Cast:
     return finish(ctx, op, execElementwise(ctx, op));
   case OpKind::Fill: return finish(ctx, op, execFill(ctx, op));
   case OpKind::Undef: return finish(ctx, op, execUndef(ctx, op));

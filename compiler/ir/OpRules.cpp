@@ -604,6 +604,7 @@ std::string checkOpRules(const Op &op) {
     return checkElementwiseShapes(op, operandType(op, 1).dtype);
   case OpKind::Neg: case OpKind::Exp: case OpKind::Exp2: case OpKind::Log: case OpKind::Log2:
   case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Abs: case OpKind::Tanh:
+  case OpKind::Erf: case OpKind::Sigmoid: case OpKind::Silu:
     return checkUnary(op);
   case OpKind::Cast:
     if (auto error = checkCounts(op, 1, 1); !error.empty())

@@ -40,7 +40,8 @@ bool fusesIntoReaders(OpKind kind) {
   case OpKind::Gt: case OpKind::Ge: case OpKind::Eq: case OpKind::Ne: case OpKind::And:
   case OpKind::Or: case OpKind::Select: case OpKind::Neg: case OpKind::Exp: case OpKind::Exp2:
   case OpKind::Log: case OpKind::Log2: case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Abs:
-  case OpKind::Tanh: case OpKind::Cast: case OpKind::Broadcast: case OpKind::Mask: case OpKind::Iota:
+  case OpKind::Tanh: case OpKind::Erf: case OpKind::Sigmoid: case OpKind::Silu:
+  case OpKind::Cast: case OpKind::Broadcast: case OpKind::Mask: case OpKind::Iota:
     return true;
   default:
     return false;

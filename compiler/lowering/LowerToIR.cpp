@@ -57,6 +57,7 @@ std::optional<OpKind> mathOpKind(const std::string &name) {
   static const std::map<std::string, OpKind> kOps = {
       {"exp", OpKind::Exp},   {"exp2", OpKind::Exp2}, {"log", OpKind::Log}, {"log2", OpKind::Log2},
       {"sqrt", OpKind::Sqrt}, {"rsqrt", OpKind::Rsqrt}, {"abs", OpKind::Abs}, {"tanh", OpKind::Tanh},
+      {"erf", OpKind::Erf},   {"sigmoid", OpKind::Sigmoid}, {"silu", OpKind::Silu},
   };
   auto it = kOps.find(name);
   if (it == kOps.end())

@@ -280,7 +280,7 @@ private:
     }
     default: break;
     }
-    bool elementwise = (def->kind >= OpKind::Add && def->kind <= OpKind::Tanh) || def->kind == OpKind::Cast;
+    bool elementwise = (def->kind >= OpKind::Add && def->kind <= OpKind::Silu) || def->kind == OpKind::Cast;
     if (!elementwise || def->results.size() != 1)
       return opaque;
     PaddingReasons result;

@@ -23,6 +23,11 @@
 // with `tma_store {reduce = "add"}`: the copy engine adds the slot to the
 // tensor.
 //
+// Several stores of one epilogue (an output and its pre-activation) each get
+// a staging tile of their own; a warpgroup's copies for all of them are one
+// sequence of bulk groups, so the wait before a slot's first rewrite in a
+// tile leaves the other stores' copies of the tile in flight too.
+//
 // The staging tile is a buffer of its own, allocated with the pipeline's:
 // `staging_cols` columns as a ring of one-panel slots. The sequence above
 // runs once per panel-wide window of the tile (`first_col`), each through
@@ -111,8 +116,16 @@ void rewriteColumnSplit(Kernel &kernel, Op &store, Op &last) {
   store.parent->ops.erase(passes::positionOf(store));
 }
 
+/// Windows of a marked store: its copies, one per 128-byte panel of columns.
+int64_t windowsOf(const Op &store) {
+  const Type &value = store.operands[1]->type;
+  return value.shape[1] / (kSwizzle128RowBytes / dtypeBytes(value.dtype));
+}
+
 /// Rewrites `store`; the drain goes after `last` (see drainPoint).
-void rewrite(Kernel &kernel, Op &store, Op &last) {
+/// `otherCopies` is how many copies each warpgroup issues for the other
+/// stores of the block, every time the block runs (see the pass's run).
+void rewrite(Kernel &kernel, Op &store, Op &last, int64_t otherCopies) {
   Value *global = store.operands[0];
   Value *value = store.operands[1];
   std::vector<Value *> offsets(store.operands.begin() + 2, store.operands.end());
@@ -139,7 +152,9 @@ void rewrite(Kernel &kernel, Op &store, Op &last) {
   staging->nameHint = "c_stage";
 
   // Before rewriting a slot, a warpgroup waits until the copy that last
-  // read it is done: the `slots - 1` issued since may still be in flight.
+  // read it is done: the `slots - 1` issued since may still be in flight,
+  // and for a slot last read in the block's previous run, the other
+  // stores' copies issued since too.
   int64_t pending = slots - 1;
   std::vector<int64_t> box = boxOf(store, slotType.shape[0], slotType.shape[1]);
   Builder b(*store.parent, passes::positionOf(store));
@@ -150,7 +165,8 @@ void rewrite(Kernel &kernel, Op &store, Op &last) {
       slot = b.value(OpKind::StageView, {staging, b.constInt(window % slots)}, slotType);
       slot->nameHint = "c_slot";
     }
-    b.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(pending)}, {"read", Attr(int64_t(1))}});
+    int64_t since = window < slots ? pending + otherCopies : pending;
+    b.create(OpKind::TmaStoreWait, {}, {}, {{"pending", Attr(since)}, {"read", Attr(int64_t(1))}});
     b.create(OpKind::WarpgroupBarrier, {}, {});
     b.create(OpKind::SmemStore, {slot, value}, {}, {{"first_col", Attr(first)}});
     b.create(OpKind::FenceProxyAsync, {}, {});
@@ -171,6 +187,24 @@ void rewrite(Kernel &kernel, Op &store, Op &last) {
   store.parent->ops.erase(passes::positionOf(store));
 }
 
+/// The copies each warpgroup issues for the stores of `store`'s block other
+/// than `store`, each time the block runs: where every such store runs
+/// once a run (straight-line, in one block) with its rows split between the
+/// warpgroups (each warpgroup copies every window of its rows), the waits
+/// before a slot's first rewrite in a run may leave that many more copies
+/// in flight. Elsewhere 0, which waits for more copies than needed.
+int64_t otherCopies(const std::vector<Op *> &stores, const Op &store) {
+  int64_t copies = 0;
+  for (const Op *other : stores) {
+    if (other == &store || other->parent != store.parent)
+      continue;
+    if (other->operands[1]->type.layout.warpsN != 1 || store.operands[1]->type.layout.warpsN != 1)
+      return 0;
+    copies += windowsOf(*other);
+  }
+  return copies;
+}
+
 class HopperEpiloguePass : public Pass {
 public:
   const char *name() const override { return "hopper-epilogue"; }
@@ -186,12 +220,19 @@ public:
         if (op.kind == OpKind::Store && op.strAttr("epilogue") == "tma")
           marked.push_back(&op);
       });
+      std::vector<Op *> kept;
       for (Op *store : marked) {
-        if (Op *last = drainPoint(*kernel, *store))
-          rewrite(*kernel, *store, *last);
+        if (drainPoint(*kernel, *store))
+          kept.push_back(store);
         else
           store->attrs.erase("epilogue"); // not warp-specialized: an ordinary store
       }
+      // Counted before any store is rewritten (and erased).
+      std::vector<std::pair<Op *, int64_t>> counted;
+      for (Op *store : kept)
+        counted.emplace_back(drainPoint(*kernel, *store), otherCopies(kept, *store));
+      for (size_t i = 0; i < kept.size(); ++i)
+        rewrite(*kernel, *kept[i], *counted[i].first, counted[i].second);
     }
     return true;
   }

@@ -11,12 +11,13 @@
 //   * gives the accumulator (and every tile derived from it) the layout of
 //     BM/64 consumer warpgroups, each owning 64 rows: #acc<(BM/16)x1>;
 //   * makes the kernel one warpgroup larger for the producer;
-//   * marks a store of a 16-bit accumulator tile after the loop, or an
-//     addition of the f32 accumulator (atomic_add), for an
-//     epilogue through shared memory (`epilogue = "tma"`, carried out by
-//     hopper-epilogue), with a staging tile of `staging_cols` columns (the
-//     whole tile or a part of it, as fits beside the pipeline stages): the
-//     consumers then hand the tile to the bulk copy engine and go on with
+//   * marks the stores of 16-bit accumulator tiles after the loop (one or
+//     more: an output and its pre-activation), or an addition of the f32
+//     accumulator (atomic_add), for an epilogue through shared memory
+//     (`epilogue = "tma"`, carried out by hopper-epilogue), each with a
+//     staging tile of `staging_cols` columns (the whole tile or a part of
+//     it, the same part for all, as fits beside the pipeline stages): the
+//     consumers then hand the tiles to the bulk copy engine and go on with
 //     the next one;
 //   * chooses the pipeline depth: the deepest that fits the target's shared
 //     memory (never shallower than the source asks), recorded as
@@ -141,48 +142,58 @@ std::optional<GemmLoop> matchGemmLoop(Op &loop) {
   return m;
 }
 
-/// The store after the loop that can go out through a shared staging tile
-/// and bulk tensor copies: a whole 16-bit accumulator tile to a 2-d tensor,
-/// in 64-row, 128-byte panels, or the f32 accumulator itself added to one
-/// (atomic_add: the copy engine adds whole lines in L2, which goes about
-/// 1.6 times as fast as the threads' vector reductions on the H200).
-Op *matchTmaStore(Kernel &kernel, const GemmLoop &m) {
-  Op *found = nullptr;
-  for (auto &op : kernel.body.ops) {
-    if (op->kind != OpKind::Store)
-      continue;
-    if (found)
-      return nullptr;
-    found = op.get();
-  }
-  if (!found || passes::positionOf(*found) == kernel.body.ops.end())
-    return nullptr;
-  const Type &value = found->operands[1]->type;
-  const Type &global = found->operands[0]->type;
+/// The stores after the loop that can go out through shared staging tiles
+/// and bulk tensor copies: each a whole 16-bit accumulator tile to a 2-d
+/// tensor, in 64-row, 128-byte panels, or the f32 accumulator itself added
+/// to one (atomic_add: the copy engine adds whole lines in L2, which goes
+/// about 1.6 times as fast as the threads' vector reductions on the H200).
+/// An epilogue may store several such tiles (a layer's output and its
+/// pre-activation); each gets a staging tile of its own. Other stores stay
+/// as they are.
+std::vector<Op *> matchTmaStores(Kernel &kernel, const GemmLoop &m) {
+  std::vector<Op *> found;
   const Type &acc = m.mma->result()->type;
-  bool adds = found->hasAttr("accumulate");
-  if (!value.isRegister() || value.layout.kind != LayoutKind::Acc || dtypeBytes(value.dtype) != (adds ? 4 : 2) ||
-      value.shape != acc.shape || global.dims.size() != 2 || found->listAttr("sizes") != acc.shape)
-    return nullptr;
-  if (value.shape[0] % 64 != 0 || value.shape[1] % (kSwizzle128RowBytes / dtypeBytes(value.dtype)) != 0)
-    return nullptr;
   bool afterLoop = false;
   for (auto &op : kernel.body.ops) {
     afterLoop |= op.get() == m.loop;
-    if (op.get() == found)
-      return afterLoop ? found : nullptr;
+    if (op->kind != OpKind::Store || !afterLoop)
+      continue;
+    const Type &value = op->operands[1]->type;
+    const Type &global = op->operands[0]->type;
+    bool adds = op->hasAttr("accumulate");
+    if (!value.isRegister() || value.layout.kind != LayoutKind::Acc || dtypeBytes(value.dtype) != (adds ? 4 : 2) ||
+        value.shape != acc.shape || global.dims.size() != 2 || op->listAttr("sizes") != acc.shape)
+      continue;
+    if (value.shape[0] % 64 != 0 || value.shape[1] % (kSwizzle128RowBytes / dtypeBytes(value.dtype)) != 0)
+      continue;
+    found.push_back(op.get());
   }
-  return nullptr;
+  return found;
+}
+
+bool isAccumulatorFamily(LayoutKind kind) {
+  return kind == LayoutKind::Acc || kind == LayoutKind::AccRow || kind == LayoutKind::AccCol;
 }
 
 /// Layouts outside the accumulator family make the kernel ineligible: their
-/// warp mapping would change with the warpgroup split.
-bool onlyAccumulatorLayouts(Kernel &kernel) {
+/// warp mapping would change with the warpgroup split. Row and column
+/// vectors of the accumulator (a bias broadcast over it, `b[new, :]`) split
+/// with it, and are taken where the consumers fill a multiprocessor
+/// (several warpgroups, one block); with a single consumer warpgroup such a
+/// kernel is left to the fused schedule, which sizes its pipeline for two
+/// blocks a multiprocessor.
+bool onlyAccumulatorLayouts(Kernel &kernel, const GemmLoop &m) {
+  int consumerWarps = static_cast<int>(m.mma->result()->type.shape[0] / 16);
+  bool vectors = intendedBlocksPerSm(consumerWarps) == 1;
   bool ok = true;
   walk(kernel.body, [&](Op &op) {
-    for (auto &r : op.results)
-      if (r->type.isRegister() && r->type.layout.kind != LayoutKind::Acc)
+    for (auto &r : op.results) {
+      if (!r->type.isRegister())
+        continue;
+      LayoutKind kind = r->type.layout.kind;
+      if (kind != LayoutKind::Acc && !(vectors && isAccumulatorFamily(kind)))
         ok = false;
+    }
   });
   return ok;
 }
@@ -554,7 +565,7 @@ private:
         if (auto m = matchGemmLoop(op))
           found.push_back(*m);
     });
-    if (found.size() != 1 || mmas != 1 || !onlyAccumulatorLayouts(kernel)) {
+    if (found.size() != 1 || mmas != 1 || !onlyAccumulatorLayouts(kernel, found.front())) {
       FusedMismatch mismatch;
       auto f = matchFusedLoop(kernel, mismatch);
       if (f) {
@@ -578,15 +589,16 @@ private:
     GemmLoop &m = found.front();
     const Type &acc = m.mma->result()->type;
     int consumerWarps = static_cast<int>(acc.shape[0] / 16);
-    Layout wgAcc{LayoutKind::Acc, consumerWarps, 1};
+    auto split = [&](Type &type) {
+      if (type.isRegister() && isAccumulatorFamily(type.layout.kind))
+        type.layout = {type.layout.kind, consumerWarps, 1};
+    };
     walk(kernel.body, [&](Op &op) {
       for (auto &r : op.results)
-        if (r->type.isRegister() && r->type.layout.kind == LayoutKind::Acc)
-          r->type.layout = wgAcc;
+        split(r->type);
       if (op.body)
         for (auto &a : op.body->args)
-          if (a->type.isRegister() && a->type.layout.kind == LayoutKind::Acc)
-            a->type.layout = wgAcc;
+          split(a->type);
     });
     for (Op *load : {m.loadA, m.loadB})
       load->result()->type.layout = {LayoutKind::Swizzle128, 1, 1};
@@ -596,15 +608,24 @@ private:
                          passes::sharedBufferBytes(m.loadB->result()->type);
     int64_t asked = m.loop->intAttr("stages", 2);
     int64_t free = target.sharedMemoryBytes - kReservedSharedBytes;
-    if (Op *store = matchTmaStore(kernel, m)) {
-      // The widest staging tile (the whole tile, else a half, a quarter...,
-      // never under one panel) that leaves room for the preferred depth, or
-      // failing that for the depth the source asks.
-      const Type &tile = store->operands[1]->type;
-      int64_t rows = tile.shape[0], elem = dtypeBytes(tile.dtype), minCols = kSwizzle128RowBytes / elem;
+    std::vector<Op *> stores = matchTmaStores(kernel, m);
+    if (!stores.empty()) {
+      // The widest staging tiles (the whole tile, else a half, a
+      // quarter..., never under one panel; the same width for every store)
+      // that leave room for the preferred depth, or failing that for the
+      // depth the source asks.
+      const Type &tile = m.mma->result()->type;
+      // Bytes of one staging column of all the stores, and the widest
+      // element's panel, which no staging tile may be narrower than.
+      int64_t columnBytes = 0, minCols = 1;
+      for (Op *store : stores) {
+        int64_t elem = dtypeBytes(store->operands[1]->type.dtype);
+        columnBytes += tile.shape[0] * elem;
+        minCols = std::max<int64_t>(minCols, kSwizzle128RowBytes / elem);
+      }
       auto widestFitting = [&](int64_t stages) -> int64_t {
         for (int64_t cols = tile.shape[1]; cols >= minCols && tile.shape[1] % cols == 0; cols /= 2)
-          if ((free - rows * cols * elem) / stageBytes >= stages)
+          if ((free - columnBytes * cols) / stageBytes >= stages)
             return cols;
         return 0;
       };
@@ -612,9 +633,11 @@ private:
       if (cols == 0)
         cols = widestFitting(asked);
       if (cols > 0) {
-        store->attrs["epilogue"] = Attr(std::string("tma"));
-        store->attrs["staging_cols"] = Attr(cols);
-        free -= rows * cols * elem;
+        for (Op *store : stores) {
+          store->attrs["epilogue"] = Attr(std::string("tma"));
+          store->attrs["staging_cols"] = Attr(cols);
+        }
+        free -= columnBytes * cols;
       }
     }
     int64_t fit = free / stageBytes;

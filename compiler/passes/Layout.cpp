@@ -83,7 +83,7 @@ bool isElementwise(OpKind kind) {
   case OpKind::Ge: case OpKind::Eq: case OpKind::Ne: case OpKind::And: case OpKind::Or:
   case OpKind::Select: case OpKind::Neg: case OpKind::Exp: case OpKind::Exp2: case OpKind::Log:
   case OpKind::Log2: case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Abs: case OpKind::Tanh:
-  case OpKind::Cast: case OpKind::Mask:
+  case OpKind::Erf: case OpKind::Sigmoid: case OpKind::Silu: case OpKind::Cast: case OpKind::Mask:
     return true;
   default:
     return false;

@@ -136,7 +136,7 @@ AxisPadding withoutZeroKnowledge(AxisPadding padding) {
 }
 
 bool isElementwise(OpKind kind) {
-  return (kind >= OpKind::Add && kind <= OpKind::Tanh) || kind == OpKind::Cast;
+  return (kind >= OpKind::Add && kind <= OpKind::Silu) || kind == OpKind::Cast;
 }
 
 /// Whether the value a term stands for is defined outside `loop`, so that

@@ -4,6 +4,7 @@
     tkc.ops.layernorm(x, weight, bias)         # [..., D] bf16, D in {1024, 2048, 4096}; autograd at D = 1024
     tkc.ops.rms_norm(x, weight)                # [..., D] bf16, D in {1024, 2048, 4096}; autograd at D = 1024
     tkc.ops.cross_entropy(logits, targets)     # [..., V] bf16, any V; mean over targets != ignore_index; autograd
+    tkc.ops.linear_gelu(x, weight, bias)       # gelu(x @ weight^T + bias), [..., K] bf16, K and N % 8 == 0; with autograd
 
 The kernels are built on first use (tkc.load). Their sources are found in
 $TKC_KERNEL_DIR or the checkout's examples/.
@@ -322,3 +323,80 @@ def cross_entropy(logits, targets, ignore_index=-100):
     t = torch.where(t == ignore_index, -1, t).to(torch.int32)
     loss, _ = cross_entropy_fwd(logits.reshape(-1, logits.shape[-1]), t)
     return loss.sum() / (t >= 0).sum()
+
+
+# --- linear layer with GELU -------------------------------------------------------
+#
+# The forward is one kernel (linear_gelu.tk) that also keeps the
+# pre-activation. The backward is gelu_bwd.tk's two kernels (dPre with
+# per-block bias-gradient partials over 512 rows, then their column sums) and
+# dX = dPre W, dW = dPre^T X through torch.matmul: at a transformer MLP's
+# shapes (dW is [N, K] = [3072, 768] from 8192 rows) a 128 x 256 output tile
+# per multiprocessor leaves most of an H100 idle, where cuBLAS splits K.
+
+_GELU_APPROXIMATIONS = {"tanh": 1, "none": 0}
+_GELU_ROWS_PER_BLOCK = 512
+
+
+@torch.library.custom_op("tkc::linear_gelu", mutates_args=(), device_types="cuda")
+def linear_gelu_fwd(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                    approx: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Y = gelu(X W^T + Bias) for a 2-d X and the pre-activation X W^T + Bias,
+    both bf16; approx = 1 is GELU's tanh form, 0 the exact (erf) one."""
+    y = x.new_empty((x.shape[0], weight.shape[0]))
+    pre = torch.empty_like(y)
+    library("linear_gelu").linear_gelu(x, weight, bias, y, pre, approx)
+    return y, pre
+
+
+@linear_gelu_fwd.register_fake
+def _(x, weight, bias, approx):
+    return x.new_empty((x.shape[0], weight.shape[0])), x.new_empty((x.shape[0], weight.shape[0]))
+
+
+@torch.library.custom_op("tkc::linear_gelu_bwd", mutates_args=(), device_types="cuda")
+def linear_gelu_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, pre: torch.Tensor,
+                    approx: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dX, dW and dBias (all bf16) from dY, the forward's X, W and
+    pre-activation."""
+    lib = library("gelu_bwd")
+    dpre = torch.empty_like(pre)
+    partials = torch.empty((-(-pre.shape[0] // _GELU_ROWS_PER_BLOCK), pre.shape[1]), dtype=torch.float32,
+                           device=pre.device)
+    dbias = pre.new_empty(pre.shape[1:])
+    lib.gelu_bwd(dy, pre, dpre, partials, approx)
+    lib.gelu_bwd_dbias(partials, dbias)
+    return torch.matmul(dpre, weight), torch.matmul(dpre.t(), x), dbias
+
+
+@linear_gelu_bwd.register_fake
+def _(dy, x, weight, pre, approx):
+    return torch.empty_like(x), torch.empty_like(weight), pre.new_empty(pre.shape[1:])
+
+
+def _linear_gelu_setup(ctx, inputs, output):
+    x, weight, _, approx = inputs
+    ctx.save_for_backward(x, weight, output[1])
+    # The pre-activation is the backward's input, not a result to train.
+    ctx.mark_non_differentiable(output[1])
+    ctx.approx = approx
+
+
+def _linear_gelu_backward(ctx, dy, dpre):
+    x, weight, pre = ctx.saved_tensors
+    dx, dw, dbias = linear_gelu_bwd(dy.contiguous(), x, weight, pre, ctx.approx)
+    return dx, dw, dbias, None
+
+
+linear_gelu_fwd.register_autograd(_linear_gelu_backward, setup_context=_linear_gelu_setup)
+
+
+def linear_gelu(x, weight, bias, approximate="tanh"):
+    """gelu(x @ weight^T + bias), as F.gelu(F.linear(x, weight, bias),
+    approximate=approximate): x [..., K], weight [N, K] (a linear layer's
+    [out, in]), bias [N], all bf16, with K and N multiples of 8 (the bulk
+    tensor copies' 16-byte rows); differentiable in x, weight and bias."""
+    if approximate not in _GELU_APPROXIMATIONS:
+        raise ValueError(f"approximate must be 'tanh' or 'none', not {approximate!r}")
+    y, _ = linear_gelu_fwd(_rows_2d(x), weight.contiguous(), bias.contiguous(), _GELU_APPROXIMATIONS[approximate])
+    return y.reshape(*x.shape[:-1], weight.shape[0])

@@ -2,8 +2,9 @@
 """GPU tests of the tkc Python package (python/tkc): loading and calling
 kernels, typed errors that leave the CUDA context usable, the torch
 operators (opcheck, torch.compile fullgraph), and the gradients of
-attention, layer norm, RMS norm and cross-entropy against float64
-PyTorch. Needs a GPU, torch, nvcc and build/tools/tkc.
+attention, layer norm, RMS norm, cross-entropy and the linear layer
+with GELU against float64 PyTorch. Needs a GPU, torch, nvcc and
+build/tools/tkc.
 
     python3 tools/gpu/test_python_package.py [-v] [-k PATTERN]
 """
@@ -285,6 +286,66 @@ class CrossEntropy(unittest.TestCase):
         want = torch.autograd.grad(want_loss, (h, w))
         self.assertLess(abs(got_loss.item() - want_loss.item()) / abs(want_loss.item()), 1e-5)
         for name, g, r in zip(("h", "w"), got, want):
+            self.assertLess(rel(g, r), 1e-2, name)
+
+
+def linear_inputs(rows, n, k, requires_grad=False):
+    """x [rows, k], a linear layer's weight [n, k] (scaled by 1 / sqrt(k), so
+    that the pre-activations are about N(0, 1)) and bias [n], bf16."""
+    x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
+    w = (torch.randn(n, k, device="cuda") / math.sqrt(k)).to(torch.bfloat16)
+    bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    return [t.requires_grad_(requires_grad) for t in (x, w, bias)]
+
+
+class LinearGelu(unittest.TestCase):
+    SHAPES = [(1, 8, 8), (37, 520, 136), (1001, 3072, 768)]  # rows, N, K
+
+    def test_linear_gelu_matches_float64(self):
+        for approximate in ("tanh", "none"):
+            for rows, n, k in self.SHAPES:
+                x, w, bias = linear_inputs(rows, n, k)
+                ref = F.gelu(F.linear(x.double(), w.double(), bias.double()), approximate=approximate)
+                y = tkc.ops.linear_gelu(x.reshape(1, rows, k), w, bias, approximate=approximate)
+                self.assertEqual(y.shape, (1, rows, n))
+                self.assertLess(rel(y.reshape(rows, n), ref), 1e-2, (approximate, rows, n, k))
+        with self.assertRaisesRegex(ValueError, "approximate"):
+            tkc.ops.linear_gelu(x, w, bias, approximate="sigmoid")
+
+    def test_linear_gelu_gradients_match_float64(self):
+        for approximate in ("tanh", "none"):
+            for rows, n, k in self.SHAPES:
+                x, w, bias = linear_inputs(rows, n, k, requires_grad=True)
+                dy = torch.randn(rows, n, device="cuda", dtype=torch.bfloat16)
+                grads = torch.autograd.grad(tkc.ops.linear_gelu(x, w, bias, approximate), (x, w, bias), dy)
+                x64, w64, b64 = (t.detach().double().requires_grad_() for t in (x, w, bias))
+                out = F.gelu(F.linear(x64, w64, b64), approximate=approximate)
+                ref = torch.autograd.grad(out, (x64, w64, b64), dy.double())
+                for name, g, r in zip(("dX", "dW", "dBias"), grads, ref):
+                    self.assertEqual(g.dtype, torch.bfloat16, name)
+                    self.assertLess(rel(g, r), 1e-2, f"{name} {approximate} at {rows}x{n}x{k}")
+
+    def test_linear_gelu_opcheck(self):
+        x, w, bias = linear_inputs(37, 136, 64, requires_grad=True)
+        for approx in (1, 0):
+            torch.library.opcheck(torch.ops.tkc.linear_gelu.default, (x, w, bias, approx))
+            x0, w0 = x.detach(), w.detach()
+            _, pre = torch.ops.tkc.linear_gelu(x0, w0, bias.detach(), approx)
+            torch.library.opcheck(torch.ops.tkc.linear_gelu_bwd.default,
+                                  (torch.randn_like(pre), x0, w0, pre, approx))
+
+    def test_linear_gelu_under_torch_compile_with_gradients(self):
+        x, w1, b1 = linear_inputs(75, 512, 128, requires_grad=True)
+        w2 = (torch.randn(128, 512, device="cuda") / math.sqrt(512)).to(torch.bfloat16).requires_grad_()
+
+        def mlp(x, w1, b1, w2):
+            return F.linear(tkc.ops.linear_gelu(x, w1, b1), w2).float().square().sum()
+
+        torch._dynamo.reset()
+        compiled = torch.compile(mlp, fullgraph=True)
+        got = torch.autograd.grad(compiled(x, w1, b1, w2), (x, w1, b1, w2))
+        want = torch.autograd.grad(mlp(x, w1, b1, w2), (x, w1, b1, w2))
+        for name, g, r in zip(("x", "w1", "b1", "w2"), got, want):
             self.assertLess(rel(g, r), 1e-2, name)
 
 

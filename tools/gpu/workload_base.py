@@ -42,6 +42,9 @@ class Workload:
     const_names = []     # non-dim `where` constants, in declaration order
     main_output = ""     # output compared against peers in the benchmark
     peer_names = []      # the keys of peers(), for listings without torch
+    # peers timed beside the others that compute less (the GEMM without the
+    # kernel's epilogue): the peer check skips them
+    timing_only_peers = []
     unit = "TFLOP/s"     # "TFLOP/s" (work = FLOPs) or "GB/s" (work = bytes)
     tolerances = {}      # output name -> max relative error (norm-wise)
     check_sizes = []

@@ -275,3 +275,83 @@ class AttnBwd(Workload):
 
     def plot_x(self, s):
         return s["N"]
+
+
+# --- linear layer with GELU -------------------------------------------------------------
+
+
+def _gelu(x, approx):
+    """GELU in x's precision: the tanh form (approx = 1) or the exact one."""
+    import torch
+    if approx:
+        return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
+
+
+class LinearGelu(Workload):
+    """Y = gelu(X W^T + Bias) and the pre-activation Pre = X W^T + Bias
+    (examples/linear_gelu.tk), W a linear layer's [N, K] weight; the MLP
+    shapes of GPT-2 small (768 -> 3072 -> 768) over 8192 tokens. Rows of a
+    multiple of 16 bytes (N and K multiples of 8) for the bulk copies."""
+    name = "linear_gelu"
+    stem = "linear_gelu"
+    params = [Param("X", "bf16"), Param("W", "bf16"), Param("Bias", "bf16"), Param("Y", "bf16", output=True),
+              Param("Pre", "bf16", output=True)]
+    const_names = ["approx"]
+    main_output = "Y"
+    peer_names = ["cuBLAS GEMM", "cuBLAS+torch", "torch.compile"]
+    timing_only_peers = ["cuBLAS GEMM"]  # X W^T alone: what the epilogue costs beyond it
+    tolerances = {"Y": 1e-2, "Pre": 1e-2}
+    check_sizes = [dict(M=m, N=n, K=k, approx=a) for a in (1, 0) for m, n, k in
+                   [(1001, 3072, 768), (128, 128, 64), (257, 520, 136), (1, 8, 8), (8192, 3072, 768),
+                    (8192, 768, 3072)]]
+    bench_sizes = [dict(M=8192, N=n, K=k, approx=a) for n, k in ((3072, 768), (768, 3072)) for a in (1, 0)]
+    quick_sizes = [dict(M=8192, N=3072, K=768, approx=1)]
+    argcheck_size = dict(M=128, N=128, K=64, approx=1)
+    extra_arg_cases = [("Bias with other N", dict(M=128, N=128, K=64, approx=1), {"Bias": (136,)}, 2),
+                       ("unsupported approx=2", dict(M=128, N=128, K=64, approx=2), {}, 5)]
+    plot_xlabel = "N x K (M = 8192)"
+
+    def shapes(self, s):
+        m, n, k = s["M"], s["N"], s["K"]
+        return {"X": (m, k), "W": (n, k), "Bias": (n,), "Y": (m, n), "Pre": (m, n)}
+
+    def label(self, s):
+        return f"{s['M']}x{s['N']}x{s['K']} {'tanh' if s['approx'] else 'erf'}"
+
+    def make_inputs(self, size, device="cuda"):
+        """W scaled by 1 / sqrt(K), as a linear layer's initialisation, so
+        that the pre-activations are about N(0, 1): GELU's curved part."""
+        import torch
+        sh = self.shapes(size)
+        w = torch.randn(sh["W"], device=device) / math.sqrt(size["K"])
+        return {"X": torch.randn(sh["X"], device=device, dtype=torch.bfloat16), "W": w.to(torch.bfloat16),
+                "Bias": torch.randn(sh["Bias"], device=device, dtype=torch.bfloat16)}
+
+    def reference(self, inp, s):
+        pre = inp["X"].double() @ inp["W"].double().t() + inp["Bias"].double()
+        return {"Y": _gelu(pre, s["approx"]), "Pre": pre}
+
+    def peers(self, s):
+        import torch
+        import torch.nn.functional as F
+        approximate = "tanh" if s["approx"] else "none"
+
+        def eager(x, w, b):
+            return F.gelu(F.linear(x, w, b), approximate=approximate)
+
+        if not hasattr(self, "_compiled"):
+            self._compiled = {}
+        compiled = self._compiled.setdefault(approximate, torch.compile(eager, fullgraph=True))
+        return {"cuBLAS GEMM": lambda inp: torch.matmul(inp["X"], inp["W"].t()),
+                "cuBLAS+torch": lambda inp: eager(inp["X"], inp["W"], inp["Bias"]),
+                "torch.compile": lambda inp: compiled(inp["X"], inp["W"], inp["Bias"])}
+
+    def work(self, s):
+        return 2.0 * s["M"] * s["N"] * s["K"]
+
+    def plot_group(self, s):
+        return f"linear_gelu {'tanh' if s['approx'] else 'erf'}"
+
+    def plot_x(self, s):
+        return s["N"]

@@ -409,3 +409,69 @@ class RotaryBwd(Rotary):
     tolerances = {"dX": 1e-2}
     extra_arg_cases = [("unsupported Dh=256", dict(B=1, T=64, H=2, Dh=256), {}, 5),
                        ("dX with other B", dict(B=1, T=64, H=2, Dh=64), {"dX": (2, 64, 128)}, 2)]
+
+
+# --- GELU backward with the bias gradient -------------------------------------------------
+
+
+class GeluBwd(Workload):
+    """Two launchers of gelu_bwd.tk: gelu_bwd (dPre = dY * gelu'(Pre), and
+    the column sums of dPre over each block's 512 rows into the f32 partials
+    dBp), then gelu_bwd_dbias (dBias = the partials' column sums, bf16)."""
+    name = "gelu_bwd"
+    stem = "gelu_bwd"
+    params = [Param("dY", "bf16"), Param("Pre", "bf16"), Param("dPre", "bf16", output=True),
+              Param("dBias", "bf16", output=True), Param("dBp", "f32", output=True, scratch=True)]
+    const_names = ["approx"]
+    main_output = "dPre"
+    peer_names = ["torch"]
+    unit = "GB/s"
+    rows_per_block = 512  # gelu_bwd's rows a block, one row of dBp each
+    tolerances = {"dPre": 1e-2, "dBias": 1e-2}
+    check_sizes = [dict(M=m, N=n, approx=a) for a in (1, 0) for m, n in
+                   [(1, 8), (1001, 3072), (513, 136), (4099, 1000), (8192, 3072)]]
+    bench_sizes = [dict(M=m, N=3072, approx=a) for m in (8192, 32768) for a in (1, 0)]
+    quick_sizes = [dict(M=8192, N=3072, approx=1)]
+    argcheck_size = dict(M=64, N=128, approx=1)
+    extra_arg_cases = [("Pre with other N", dict(M=64, N=128, approx=1), {"Pre": (64, 136)}, 2),
+                       ("unsupported approx=2", dict(M=64, N=128, approx=2), {}, 5)]
+    plot_xlabel = "M (N = 3072)"
+
+    steps = [("gelu_bwd", ["dY", "Pre", "dPre", "dBp"], [0]), ("gelu_bwd_dbias", ["dBp", "dBias"], [])]
+
+    def shapes(self, s):
+        m, n = s["M"], s["N"]
+        return {"dY": (m, n), "Pre": (m, n), "dPre": (m, n), "dBias": (n,),
+                "dBp": (-(-m // self.rows_per_block), n)}
+
+    def label(self, s):
+        return f"M{s['M']} N{s['N']} {'tanh' if s['approx'] else 'erf'}"
+
+    def reference(self, inp, s):
+        import torch
+        import torch.nn.functional as F
+        pre = inp["Pre"].double().requires_grad_()
+        y = F.gelu(pre, approximate="tanh" if s["approx"] else "none")
+        (dpre,) = torch.autograd.grad(y, (pre,), inp["dY"].double())
+        return {"dPre": dpre, "dBias": dpre.sum(dim=0)}
+
+    def peers(self, s):
+        import torch
+        approximate = "tanh" if s["approx"] else "none"
+
+        def run(inp):
+            dpre = torch.ops.aten.gelu_backward(inp["dY"], inp["Pre"], approximate=approximate)
+            dpre.sum(dim=0)
+            return dpre
+        return {"torch": run}
+
+    def work(self, s):
+        # dY and Pre read, dPre written (bf16), dBias written; the partials
+        # (written and read back) are not counted.
+        return 2.0 * 3 * s["M"] * s["N"] + 2.0 * s["N"]
+
+    def plot_group(self, s):
+        return f"gelu_bwd {'tanh' if s['approx'] else 'erf'}"
+
+    def plot_x(self, s):
+        return s["M"]

@@ -57,7 +57,7 @@
 ; know is an error there).
 (call_expression
   function: (identifier) @function.builtin
-  (#match? @function.builtin "^(abs|cdiv|colidx|colmax|colmin|colsum|exp|exp2|fill|load|log|log2|max|min|mma|rowidx|rowmax|rowmin|rowsum|rsqrt|sqrt|tanh|zeros)$"))
+  (#match? @function.builtin "^(abs|cdiv|colidx|colmax|colmin|colsum|erf|exp|exp2|fill|load|log|log2|max|min|mma|rowidx|rowmax|rowmin|rowsum|rsqrt|sigmoid|silu|sqrt|tanh|zeros)$"))
 
 ; block.x, block.y, block.z
 (member_expression

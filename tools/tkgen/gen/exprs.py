@@ -208,6 +208,7 @@ def unary(k, dtype, shape, depth):
     return pick(k, [
         f"tanh({a})", f"exp(tanh({a}))", f"exp2(-abs({a}))", f"log(abs({a}) + 1.0)",
         f"log2(abs({a}) + 0.5)", f"sqrt(abs({a}))", f"rsqrt(abs({a}) + 1.0)", f"abs({a})", f"-{atom(a)}",
+        f"erf({a})", f"sigmoid({a})", f"silu({a})",
     ])
 
 

@@ -227,10 +227,14 @@ __device__ __forceinline__ void transpose_quad(uint32_t (&v)[4]) {
   }
 }
 
-// --- global memory, 16 bytes at a time -------------------------------------------
+// --- global memory, 16 bytes at a time (8 or 4 for strips of shorter chunks) -----
 
 __device__ __forceinline__ uint4 load_global_16(const void *ptr) { return *reinterpret_cast<const uint4 *>(ptr); }
 __device__ __forceinline__ void store_global_16(void *ptr, uint4 v) { *reinterpret_cast<uint4 *>(ptr) = v; }
+__device__ __forceinline__ uint2 load_global_8(const void *ptr) { return *reinterpret_cast<const uint2 *>(ptr); }
+__device__ __forceinline__ void store_global_8(void *ptr, uint2 v) { *reinterpret_cast<uint2 *>(ptr) = v; }
+__device__ __forceinline__ uint32_t load_global_4(const void *ptr) { return *reinterpret_cast<const uint32_t *>(ptr); }
+__device__ __forceinline__ void store_global_4(void *ptr, uint32_t v) { *reinterpret_cast<uint32_t *>(ptr) = v; }
 
 __device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 

@@ -252,7 +252,7 @@ bool KernelEmitter::emitReduce(const Op &op) {
                         {LayoutKind::AccCol, tile.warpsM, tile.warpsN});
   else if (intoPartials && from == LayoutKind::Strip)
     vector = Type::tile(DType::F32, {src->type.shape[1]}, MemSpace::Register,
-                        {LayoutKind::StripCol, tile.warpsM, 1, tile.lanes});
+                        {LayoutKind::StripCol, tile.warpsM, 1, tile.lanes, tile.chunk});
   Fragment fs = fragment(src->type), fr = fragment(vector);
   std::vector<int> shuffles;
   std::string target;
@@ -271,7 +271,7 @@ bool KernelEmitter::emitReduce(const Op &op) {
     shuffles = {4, 8, 16};
   } else if (from == LayoutKind::Strip && (to == LayoutKind::StripCol || intoPartials) && axis == 0) {
     // A warp's rows at a time lie on lanes `lanes` apart.
-    target = "c * 8 + e";
+    target = fmt::format("c * {} + e", tile.chunk);
     for (int s = tile.lanes; s < 32; s *= 2)
       shuffles.push_back(s);
   } else {
@@ -378,7 +378,7 @@ bool KernelEmitter::emitBroadcast(const Op &op) {
   else if (from == LayoutKind::StripRow && to == LayoutKind::Strip)
     index = "r";
   else if (from == LayoutKind::StripCol && to == LayoutKind::Strip)
-    index = "c * 8 + e";
+    index = fmt::format("c * {} + e", src->type.layout.chunk);
   else
     return unsupported(op, "this broadcast");
   declareName(result);

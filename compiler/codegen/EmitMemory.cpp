@@ -126,6 +126,22 @@ std::string KernelEmitter::declareSharedTile(const Op &op) {
   return n;
 }
 
+namespace {
+/// The vector access that moves a strip's chunk of `chunk` elements of
+/// `elementBytes` bytes: 16 bytes at a time, or the whole chunk where it is
+/// shorter.
+struct VectorUnit {
+  int bytes;
+  int elements;
+  const char *type;
+};
+VectorUnit vectorUnit(int chunk, int elementBytes) {
+  int bytes = std::min(16, chunk * elementBytes);
+  const char *type = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "uint32_t";
+  return {bytes, bytes / elementBytes, type};
+}
+} // namespace
+
 bool KernelEmitter::emitLoad(const Op &op) {
   const Value *result = op.result();
   const Value *global = op.operands[0];
@@ -151,10 +167,12 @@ bool KernelEmitter::emitLoad(const Op &op) {
     zero = "__float2half(0)";
   out_.open("");
   out_.line("const {} *src = {};", elem, access.base);
-  // Strips hold 8 consecutive elements of a row: one or two 16-byte loads.
+  // Strips hold chunks of consecutive elements of a row: each one or two
+  // 16-byte loads, or one narrower load for a short chunk.
   LayoutKind kind = result->type.layout.kind;
   bool vectorized = (kind == LayoutKind::Strip || kind == LayoutKind::StripCol);
-  int step = vectorized ? 8 : 1;
+  int chunk = result->type.layout.chunk;
+  int step = vectorized ? chunk : 1;
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; x += {})", f.count(), step));
   out_.line("{}", f.decompose("x", rowExpr + " " + colExpr));
   out_.line("const int row = {}, col = {};", rowExpr, colExpr);
@@ -168,24 +186,24 @@ bool KernelEmitter::emitLoad(const Op &op) {
   appendRowTests(conditions, access);
   std::string all = conjunction(conditions);
   if (vectorized) {
-    int pieces = 8 * dtypeBytes(result->type.dtype) / 16;
-    std::string full = andColumnTest(all, access, "col + 8 <= {}", "col");
-    // A slice that starts between 16-byte boundaries is read element by
+    VectorUnit unit = vectorUnit(chunk, dtypeBytes(result->type.dtype));
+    std::string full = andColumnTest(all, access, fmt::format("col + {} <= {{}}", chunk), "col");
+    // A slice that starts between vector boundaries is read element by
     // element.
-    if (std::string aligned = alignedColumns(access, 16 / dtypeBytes(result->type.dtype)); !aligned.empty())
+    if (std::string aligned = alignedColumns(access, unit.elements); !aligned.empty())
       full = conjunction({full, aligned});
     out_.open(fmt::format("if ({})", full));
-    out_.open(fmt::format("TKC_UNROLL for (int piece = 0; piece < {}; ++piece)", pieces));
-    out_.line("const uint4 v = tkc::load_global_16({} + piece * {});", address, 16 / dtypeBytes(result->type.dtype));
+    out_.open(fmt::format("TKC_UNROLL for (int piece = 0; piece < {}; ++piece)", chunk / unit.elements));
+    out_.line("const {} v = tkc::load_global_{}({} + piece * {});", unit.type, unit.bytes, address, unit.elements);
     out_.line("const {} *parts = reinterpret_cast<const {} *>(&v);", elem, elem);
-    out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) {}[x + piece * {} + p] = parts[p];",
-              16 / dtypeBytes(result->type.dtype), name(result), 16 / dtypeBytes(result->type.dtype));
+    out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) {}[x + piece * {} + p] = parts[p];", unit.elements,
+              name(result), unit.elements);
     out_.close();
     out_.dedent();
     out_.open("} else");
     std::string partial = andColumnTest(all, access, "col + p < {}", "col + p");
-    out_.line("TKC_UNROLL for (int p = 0; p < 8; ++p) {}[x + p] = {} ? ({})[p] : {};", name(result), partial, address,
-              zero);
+    out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) {}[x + p] = {} ? ({})[p] : {};", chunk, name(result), partial,
+              address, zero);
     out_.close();
   } else {
     std::string ok = andColumnTest(all, access, "col < {}", "col");
@@ -215,7 +233,7 @@ bool KernelEmitter::emitStore(const Op &op) {
   bool accumulate = op.hasAttr("accumulate");
   bool vectorized = !accumulate && (kind == LayoutKind::Strip || kind == LayoutKind::StripCol);
   bool pairs = kind == LayoutKind::Acc && (accumulate || dtypeBytes(tile->type.dtype) == 2);
-  int step = vectorized ? 8 : pairs ? 2 : 1;
+  int step = vectorized ? tile->type.layout.chunk : pairs ? 2 : 1;
   std::vector<std::string> conditions;
   if (f.owner != "true")
     conditions.push_back(f.owner);
@@ -236,18 +254,19 @@ bool KernelEmitter::emitStore(const Op &op) {
   } else if (vectorized || pairs) {
     int width = step;
     std::string full = andColumnTest(all, access, fmt::format("col + {} <= {{}}", width), "col");
-    int alignment = vectorized && 8 * dtypeBytes(tile->type.dtype) % 16 == 0 ? 16 / dtypeBytes(tile->type.dtype) : 2;
+    VectorUnit unit = vectorUnit(step, dtypeBytes(tile->type.dtype));
+    bool units = vectorized && dtypeBytes(tile->type.dtype) >= 2;
+    int alignment = units ? unit.elements : 2;
     if (std::string aligned = alignedColumns(access, alignment); !aligned.empty())
       full = conjunction({full, aligned});
     out_.open(fmt::format("if ({})", full));
-    if (vectorized && 8 * dtypeBytes(tile->type.dtype) % 16 == 0) {
-      int perPiece = 16 / dtypeBytes(tile->type.dtype);
-      out_.open(fmt::format("TKC_UNROLL for (int piece = 0; piece < {}; ++piece)", 8 / perPiece));
-      out_.line("uint4 v;");
+    if (units) {
+      out_.open(fmt::format("TKC_UNROLL for (int piece = 0; piece < {}; ++piece)", step / unit.elements));
+      out_.line("{} v;", unit.type);
       out_.line("{} *parts = reinterpret_cast<{} *>(&v);", elem, elem);
-      out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) parts[p] = {}[x + piece * {} + p];", perPiece, name(tile),
-                perPiece);
-      out_.line("tkc::store_global_16({} + piece * {}, v);", address, perPiece);
+      out_.line("TKC_UNROLL for (int p = 0; p < {}; ++p) parts[p] = {}[x + piece * {} + p];", unit.elements,
+                name(tile), unit.elements);
+      out_.line("tkc::store_global_{}({} + piece * {}, v);", unit.bytes, address, unit.elements);
       out_.close();
     } else {
       out_.line("*reinterpret_cast<uint32_t *>({}) = tkc::pack2({}[x], {}[x + 1]);", address, name(tile), name(tile));

@@ -104,15 +104,15 @@ Fragment fragmentOf(const Type &type, const WarpCoords &warp) {
   case LayoutKind::Strip:
   case LayoutKind::StripRow:
   case LayoutKind::StripCol: {
-    // A row takes `lanes` lanes of 8 elements each; a warp takes 32 / lanes
-    // consecutive rows at a time.
-    int lanes = l.lanes, rowsPerWarp = 32 / lanes;
+    // A row takes `lanes` lanes of `chunk` elements each at a time; a warp
+    // takes 32 / lanes consecutive rows at a time.
+    int lanes = l.lanes, rowsPerWarp = 32 / lanes, chunk = l.chunk;
     std::string row = rowsPerWarp == 1 ? fmt::format("r * {} + warp", l.warpsM)
                                        : fmt::format("(r * {} + warp) * {} + lane / {}", l.warpsM, rowsPerWarp, lanes);
     std::string laneInRow = lanes == 32 ? "lane" : fmt::format("lane % {}", lanes);
-    std::string col = fmt::format("c * {} + {} * 8 + e", 8 * lanes, laneInRow);
+    std::string col = fmt::format("c * {} + {} * {} + e", chunk * lanes, laneInRow, chunk);
     if (l.kind == LayoutKind::Strip) {
-      f.coords = {{"r", int(shape[0] / l.warpsM / rowsPerWarp)}, {"c", int(shape[1] / (8 * lanes))}, {"e", 8}};
+      f.coords = {{"r", int(shape[0] / l.warpsM / rowsPerWarp)}, {"c", int(shape[1] / (chunk * lanes))}, {"e", chunk}};
       f.row = row;
       f.col = col;
     } else if (l.kind == LayoutKind::StripRow) {
@@ -120,7 +120,7 @@ Fragment fragmentOf(const Type &type, const WarpCoords &warp) {
       f.row = row;
       f.owner = lanes == 32 ? "lane == 0" : fmt::format("{} == 0", laneInRow);
     } else {
-      f.coords = {{"c", int(shape[0] / (8 * lanes))}, {"e", 8}};
+      f.coords = {{"c", int(shape[0] / (chunk * lanes))}, {"e", chunk}};
       f.row = col;
       f.owner = lanes == 32 ? "warp == 0" : fmt::format("warp == 0 && lane < {}", lanes);
     }

@@ -71,7 +71,8 @@ const Value *tensorParameter(const Kernel &kernel, size_t index) {
 
 /// The alignment in bytes that the kernels' accesses to tensor parameter
 /// `index` need of its data pointer and row strides: 16 for 16-byte vector
-/// and asynchronous copies of tiles, two elements for the pairs that stores
+/// and asynchronous copies of tiles (a strip's chunk where it is shorter:
+/// 8 bytes for chunks of 4 bf16 elements), two elements for the pairs that stores
 /// of accumulators write (16-bit elements) or add (atomic_add), else one
 /// element (vector copies too).
 int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
@@ -94,8 +95,10 @@ int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
         return;
       }
       LayoutKind layout = tile->layout.kind;
-      if (tile->isShared() || layout == LayoutKind::Strip || layout == LayoutKind::StripCol)
+      if (tile->isShared())
         bytes = std::max(bytes, 16);
+      else if (layout == LayoutKind::Strip || layout == LayoutKind::StripCol)
+        bytes = std::max(bytes, std::min(16, tile->layout.chunk * element));
       else if (layout == LayoutKind::Acc && op.kind == OpKind::Store && (element == 2 || op.hasAttr("accumulate")))
         bytes = std::max(bytes, 2 * element);
     });

@@ -27,7 +27,7 @@ const std::set<std::string_view> kLibraryNames = {
     "uintptr_t", "intptr_t", "ptrdiff_t", "va_list", "va_start", "va_end", "va_arg", "va_copy", "vsnprintf",
     "snprintf", "printf", "stderr", "stdin", "stdout", "math_errhandling", "offsetof", "assert", "alloca",
     "L_tmpnam", "L_ctermid", "L_cuserid", "P_tmpdir",
-    "dim3", "uint4", "int4", "float2", "float4", "half", "half2", "nv_bfloat16", "nv_bfloat162", "threadIdx",
+    "dim3", "uint2", "uint4", "int4", "float2", "float4", "half", "half2", "nv_bfloat16", "nv_bfloat162", "threadIdx",
     "blockIdx", "blockDim", "gridDim", "warpSize", "min", "max", "abs", "fabsf", "fmaxf", "fminf", "fmodf",
     "expf", "exp2f", "logf", "log2f", "sqrtf", "rsqrtf", "tanhf", "erff", "exp", "exp2", "log", "log2",
     "sqrt", "tanh", "isnan", "isinf", "make_uint4", "make_float2", "memcpy", "memset"};

@@ -761,6 +761,8 @@ std::string checkTypeRules(const Type &type, int warps) {
     return fmt::format("layout of {} has invalid warp counts {}x{}", type.str(), layout.warpsM, layout.warpsN);
   if (layout.lanes != 32 && (!warpList || layout.lanes < 1 || layout.lanes > 32 || (layout.lanes & (layout.lanes - 1))))
     return fmt::format("layout of {} has an invalid lane count {}", type.str(), layout.lanes);
+  if (layout.chunk != 8 && (!warpList || (layout.chunk != 4 && layout.chunk != 2)))
+    return fmt::format("layout of {} has an invalid chunk length {}", type.str(), layout.chunk);
   // With warp specialization a layout may cover only the consumer warps.
   if ((warpGrid || warpList) && layout.warpsM * layout.warpsN > warps)
     return fmt::format("layout of {} spreads over {} warps but the kernel has {}", type.str(),
@@ -793,13 +795,17 @@ std::string checkTypeRules(const Type &type, int warps) {
   if (layout.kind == LayoutKind::AccCol && type.shape[0] % (8 * layout.warpsN))
     return fmt::format("{} needs a length divisible by {}, but it is {}", layout.str(), 8 * layout.warpsN,
                        type.shape[0]);
-  // A narrow strip is exactly `lanes` 8-element chunks wide.
-  if (layout.kind == LayoutKind::Strip && layout.lanes != 32 && type.shape[1] != 8 * layout.lanes)
-    return fmt::format("{} needs {} columns, but the shape is {}", layout.str(), 8 * layout.lanes,
-                       shapeText(type.shape));
-  if (layout.kind == LayoutKind::StripCol && layout.lanes != 32 && type.shape[0] != 8 * layout.lanes)
-    return fmt::format("{} needs {} elements, but the shape is {}", layout.str(), 8 * layout.lanes,
-                       shapeText(type.shape));
+  // A narrow strip is exactly `lanes` chunks wide; a wide one a whole
+  // number of 32 chunks.
+  int64_t stripWidth = layout.chunk * layout.lanes;
+  if ((layout.kind == LayoutKind::Strip || layout.kind == LayoutKind::StripCol) && layout.lanes != 32 &&
+      type.shape.back() != stripWidth)
+    return fmt::format("{} needs {} {}, but the shape is {}", layout.str(), stripWidth,
+                       layout.kind == LayoutKind::Strip ? "columns" : "elements", shapeText(type.shape));
+  if ((layout.kind == LayoutKind::Strip || layout.kind == LayoutKind::StripCol) && layout.lanes == 32 &&
+      type.shape.back() % stripWidth)
+    return fmt::format("{} needs {} divisible by {}, but the shape is {}", layout.str(),
+                       layout.kind == LayoutKind::Strip ? "columns" : "a length", stripWidth, shapeText(type.shape));
   return "";
 }
 

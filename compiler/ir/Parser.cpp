@@ -665,11 +665,17 @@ private:
                           layout.kind == LayoutKind::AccRow || layout.kind == LayoutKind::AccCol;
     if (twoDimensional && !parseWarpColumns(layout.warpsN))
       return false;
-    // `#strip<W, L>`: L lanes per row (narrow strips).
+    // `#strip<W, L>`: L lanes per row (narrow strips); `#strip<W, L, V>`:
+    // chunks of V elements a lane.
     if (!twoDimensional && token_.isPunct(',')) {
       advance();
       if (!parseInteger(layout.lanes, "a lane count"))
         return false;
+      if (token_.isPunct(',')) {
+        advance();
+        if (!parseInteger(layout.chunk, "a chunk length"))
+          return false;
+      }
     }
     return expectPunct('>');
   }

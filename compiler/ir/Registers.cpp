@@ -18,12 +18,12 @@ int64_t threadElements(const Type &type) {
   case LayoutKind::AccCol: return shape[0] / l.warpsN / 8 * 2;
   case LayoutKind::Strip:
   case LayoutKind::StripRow: {
-    // A row takes `lanes` lanes of 8 elements; a warp takes 32 / lanes rows
-    // at a time.
+    // A row takes `lanes` lanes of chunks of `chunk` elements; a warp takes
+    // 32 / lanes rows at a time.
     int64_t rows = shape[0] / l.warpsM / (32 / l.lanes);
-    return l.kind == LayoutKind::StripRow ? rows : rows * (shape[1] / (8 * l.lanes)) * 8;
+    return l.kind == LayoutKind::StripRow ? rows : rows * (shape[1] / (l.chunk * l.lanes)) * l.chunk;
   }
-  case LayoutKind::StripCol: return shape[0] / (8 * l.lanes) * 8;
+  case LayoutKind::StripCol: return shape[0] / (l.chunk * l.lanes) * l.chunk;
   case LayoutKind::Vec: return (shape[0] + 31) / 32;
   default: return 1;
   }

@@ -44,6 +44,8 @@ std::string Layout::str() const {
   case LayoutKind::StripRow:
   case LayoutKind::StripCol: {
     const char *name = kind == LayoutKind::Strip ? "strip" : kind == LayoutKind::StripRow ? "striprow" : "stripcol";
+    if (chunk != 8)
+      return fmt::format("#{}<{}, {}, {}>", name, warpsM, lanes, chunk);
     if (lanes == 32)
       return fmt::format("#{}<{}>", name, warpsM);
     return fmt::format("#{}<{}, {}>", name, warpsM, lanes);

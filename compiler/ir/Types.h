@@ -30,12 +30,16 @@ enum class MemSpace { Unplaced, Register, Shared };
 ///            along rows): each lane holds the two columns of each n8 tile it
 ///            touches; replicated across the eight lanes that share columns
 ///            and across warp rows.
-///  Strip     rows round-robin over warps, each lane owns 8 consecutive
-///            columns per 256-column chunk (16-byte accesses). A tile narrower
-///            than 256 columns gives each row `lanes` = columns / 8 lanes, and
-///            each warp 32 / lanes consecutive rows at a time.
-///  StripRow  a vector indexed by the rows of a Strip tile.
-///  StripCol  a vector indexed by the columns of a Strip tile.
+///  Strip     rows round-robin over warps, each lane owns `chunk` consecutive
+///            columns per 32 * chunk columns of a row. `chunk` is 8 (16-byte
+///            bf16 accesses) for a multiple of 256 columns, else 4 for a
+///            multiple of 128 and 2 for a multiple of 64. A power-of-two tile
+///            narrower than 256 columns keeps chunks of 8 and gives each row
+///            `lanes` = columns / 8 lanes, and each warp 32 / lanes
+///            consecutive rows at a time.
+///  StripRow  a vector indexed by the rows of a Strip tile (its chunk is 8,
+///            whatever the tile's: a lane holds whole rows).
+///  StripCol  a vector indexed by the columns of a Strip tile, in its chunks.
 ///  Vec       a vector tied to no 2-d tile: element i is held by lane i % 32
 ///            of every warp (ceil(length / 32) elements a lane; the slots
 ///            past the length are padding that no thread writes back).
@@ -66,6 +70,7 @@ struct Layout {
   int warpsM = 1; ///< warp rows (Acc, OperandA, AccRow, AccCol) or warps (Strip*)
   int warpsN = 1; ///< warp columns (Acc, OperandA, AccRow, AccCol)
   int lanes = 32; ///< Strip*: lanes that share one row (a power of two; 32 for 256 columns or more)
+  int chunk = 8;  ///< Strip*: consecutive elements of a row each lane holds at a time (8, 4 or 2)
 
   bool operator==(const Layout &) const = default;
   std::string str() const;

@@ -5,8 +5,9 @@
 // other tile joins a class of tiles that must share one register layout
 // (operands and results of elementwise ops, loop-carried values). A class
 // that holds an mma accumulator takes the mma accumulator layout; others
-// take the 16-byte-vector "strip" layout. Vectors take the row or column
-// layout of the tiles they are reduced from or broadcast to (a column
+// take the "strip" layout (rows over warps, 16-byte vectors of a row over
+// lanes where its width allows, shorter ones else). Vectors take the row or
+// column layout of the tiles they are reduced from or broadcast to (a column
 // reduction across warp rows goes through shared partial results); one
 // reduced from or broadcast to tiles of different layouts takes the layout
 // of the first and is converted through shared memory at the others. A
@@ -250,9 +251,36 @@ private:
   Layout vectorLayoutFor(Layout tileLayout, int axis) {
     if (tileLayout.kind == LayoutKind::Acc)
       return {axis == 1 ? LayoutKind::AccRow : LayoutKind::AccCol, tileLayout.warpsM, tileLayout.warpsN};
+    // A row vector is spread like the rows alone, whatever each lane's
+    // chunk of a row.
+    if (tileLayout.kind == LayoutKind::Strip && axis == 1)
+      return {LayoutKind::StripRow, tileLayout.warpsM, 1, tileLayout.lanes};
     if (tileLayout.kind == LayoutKind::Strip)
-      return {axis == 1 ? LayoutKind::StripRow : LayoutKind::StripCol, tileLayout.warpsM, 1, tileLayout.lanes};
+      return {LayoutKind::StripCol, tileLayout.warpsM, 1, tileLayout.lanes, tileLayout.chunk};
     return {};
+  }
+
+  /// The strip of a tile with `cols` columns. Lanes read 16-byte vectors
+  /// (8 bf16 elements) where rows split evenly into them: a multiple of 256
+  /// columns over the 32 lanes of a warp, a power-of-two width under 256
+  /// over `cols / 8` lanes. Other widths take the 32 lanes with shorter
+  /// chunks, the longest that splits a row evenly: 4 elements (8 bytes of
+  /// bf16) for a multiple of 128 columns (384, 640), 2 for a multiple of 64
+  /// (192, 320).
+  Layout stripFor(int64_t cols) const {
+    Layout strip{LayoutKind::Strip, kernel_.warps, 1};
+    if (cols % 256 == 0)
+      return strip;
+    if (cols < 256 && cols % 8 == 0 && ((cols / 8) & (cols / 8 - 1)) == 0) {
+      strip.lanes = int(cols / 8);
+      return strip;
+    }
+    for (int chunk : {4, 2})
+      if (cols % (32 * chunk) == 0) {
+        strip.chunk = chunk;
+        return strip;
+      }
+    return strip; // refused by checkShape
   }
 
   bool assignClassLayouts() {
@@ -284,11 +312,8 @@ private:
       const std::vector<Value *> &values = members[root];
       if (values.front()->type.shape.size() != 2)
         continue;
-      // Tiles narrower than 256 columns give each row fewer lanes.
-      int64_t cols = values.front()->type.shape[1];
-      int lanes = cols < 256 && cols % 8 == 0 && ((cols / 8) & (cols / 8 - 1)) == 0 ? int(cols / 8) : 32;
       Layout layout = accClasses.count(root) ? Layout{LayoutKind::Acc, warpsM_, warpsN_}
-                                             : Layout{LayoutKind::Strip, kernel_.warps, 1, lanes};
+                                             : stripFor(values.front()->type.shape[1]);
       // An accumulator with fewer rows than the kernel's grid splits (dQ's
       // query tile in a block of key rows) takes its own grid if nothing
       // ties its warps to whole rows.
@@ -389,9 +414,9 @@ private:
       return true;
     case LayoutKind::Strip: {
       int rows = layout.warpsM * (32 / layout.lanes);
-      if (shape[0] % rows || (layout.lanes == 32 && shape[1] % 256))
-        return fail(v, fmt::format("tiles outside mma need rows divisible by {} and columns by 256, or 8, 16, 32, 64 "
-                                   "or 128 columns",
+      if (shape[0] % rows || (layout.lanes == 32 && shape[1] % (32 * layout.chunk)))
+        return fail(v, fmt::format("tiles outside mma need rows divisible by {} and columns by 64, or 8, 16 or 32 "
+                                   "columns",
                                    rows));
       return true;
     }
@@ -400,9 +425,12 @@ private:
         return fail(v, fmt::format("row vectors need a length divisible by {}", layout.warpsM * (32 / layout.lanes)));
       return true;
     case LayoutKind::StripCol:
-      if (layout.lanes == 32 ? shape[0] % 256 != 0 : shape[0] != 8 * layout.lanes)
-        return fail(v, fmt::format("column vectors of tiles outside mma need a length divisible by 256 or of {}",
-                                   8 * layout.lanes));
+      if (layout.lanes == 32 ? shape[0] % (32 * layout.chunk) != 0 : shape[0] != layout.chunk * layout.lanes)
+        return fail(v, layout.lanes == 32 ? fmt::format("column vectors of tiles outside mma need a length "
+                                                        "divisible by {}",
+                                                        32 * layout.chunk)
+                                          : fmt::format("column vectors of tiles outside mma need a length of {}",
+                                                        layout.chunk * layout.lanes));
       return true;
     default:
       return true;

@@ -118,7 +118,7 @@ class LauncherTest(unittest.TestCase):
                           ("Bias", "bf16", False, ("D",)), ("Y", "bf16", True, ("R", "D")),
                           ("Mean", "f32", True, ("R",)), ("Rstd", "f32", True, ("R",))])
         self.assertEqual(info.constants, ())
-        self.assertEqual(info.wheres, {"D": ((1024, 2048, 4096), False)})
+        self.assertEqual(info.wheres, {"D": ((384, 768, 1024, 2048, 4096), False)})
         self.assertEqual(info.targets, ("sm_80",))
         self.assertEqual(self.ln.info.tensors[0].alignment, 16)
 
@@ -175,7 +175,7 @@ class LauncherTest(unittest.TestCase):
         self.assertEqual([(p.name, p.dtype, p.output) for p in bwd.tensors],
                          [("dY", "bf16", False), ("X", "bf16", False), ("W", "bf16", False), ("Mean", "f32", False),
                           ("Rstd", "f32", False), ("dX", "bf16", True), ("dWp", "f32", True), ("dBp", "f32", True)])
-        self.assertEqual(bwd.wheres, {"D": ((1024,), False)})
+        self.assertEqual(bwd.wheres, {"D": ((384, 768, 1024), False)})
         self.assertEqual([p.name for p in self.lib.layernorm_bwd_dwdb.info.outputs], ["dW", "dBias"])
 
     def test_per_target_launchers(self):

@@ -1,8 +1,8 @@
 """Ready-made operators from the example kernels, registered with torch:
 
     tkc.ops.attention(q, k, v, causal=False)   # [B, H, N, D] bf16, D in {64, 128}; with autograd
-    tkc.ops.layernorm(x, weight, bias)         # [..., D] bf16, D in {1024, 2048, 4096}; autograd at D = 1024
-    tkc.ops.rms_norm(x, weight)                # [..., D] bf16, D in {1024, 2048, 4096}; autograd at D = 1024
+    tkc.ops.layernorm(x, weight, bias)         # [..., D] bf16, D in {384, 768, 1024, 2048, 4096}; autograd at D <= 1024
+    tkc.ops.rms_norm(x, weight)                # [..., D] bf16, D in {384, 768, 1024, 2048, 4096}; autograd at D <= 1024
     tkc.ops.cross_entropy(logits, targets)     # [..., V] bf16, any V; mean over targets != ignore_index; autograd
     tkc.ops.linear_gelu(x, weight, bias)       # gelu(x @ weight^T + bias), [..., K] bf16, K and N % 8 == 0; with autograd
 
@@ -169,9 +169,9 @@ layernorm_fwd.register_autograd(_layernorm_backward, setup_context=_layernorm_se
 
 
 def layernorm(x, weight, bias, eps=1e-5):
-    """Layer normalisation over the last dim (bf16, D in {1024, 2048, 4096});
-    the kernel's eps is 1e-5. Differentiable in x, weight and bias where the
-    backward kernel is built (D = 1024)."""
+    """Layer normalisation over the last dim (bf16, D in {384, 768, 1024,
+    2048, 4096}); the kernel's eps is 1e-5. Differentiable in x, weight and
+    bias where the backward kernel is built (D in {384, 768, 1024})."""
     if eps != 1e-5:
         raise ValueError("the layernorm kernel is compiled with eps = 1e-5")
     return layernorm_fwd(_rows_2d(x), weight, bias)[0].reshape(x.shape)
@@ -226,9 +226,9 @@ rms_norm_fwd.register_autograd(_rms_norm_backward, setup_context=_rms_norm_setup
 
 
 def rms_norm(x, weight, eps=1e-6):
-    """RMS normalisation over the last dim (bf16, D in {1024, 2048, 4096});
-    the kernel's eps is 1e-6. Differentiable in x and weight where the
-    backward kernel is built (D = 1024)."""
+    """RMS normalisation over the last dim (bf16, D in {384, 768, 1024, 2048,
+    4096}); the kernel's eps is 1e-6. Differentiable in x and weight where
+    the backward kernel is built (D in {384, 768, 1024})."""
     if eps != 1e-6:
         raise ValueError("the rmsnorm kernel is compiled with eps = 1e-6")
     return rms_norm_fwd(_rows_2d(x), weight)[0].reshape(x.shape)

@@ -203,6 +203,21 @@ TEST(Codegen, ThreadRegistersMatchFragments) {
               ++checked;
             }
           }
+  // Strips of 32 lanes in chunks of 4 or 2 elements (rows of 384, 640 or
+  // 192, 320 columns) hold a 32nd of each row a thread.
+  for (ir::DType dtype : {ir::DType::F32, ir::DType::BF16})
+    for (auto [cols, chunk] : {std::pair{384, 4}, {640, 4}, {192, 2}, {320, 2}}) {
+      ir::Layout layout{LayoutKind::Strip, 4, 1, 32, chunk};
+      ir::Type strip = ir::Type::tile(dtype, {8, cols}).withLayout(ir::MemSpace::Register, layout);
+      layout.kind = LayoutKind::StripCol;
+      ir::Type colVector = ir::Type::tile(dtype, {cols}).withLayout(ir::MemSpace::Register, layout);
+      EXPECT_EQ(codegen::fragmentOf(strip).count(), 2 * cols / 32) << strip.str();
+      EXPECT_EQ(codegen::fragmentOf(colVector).count(), cols / 32) << colVector.str();
+      for (const ir::Type &t : {strip, colVector}) {
+        EXPECT_EQ(ir::threadRegisters(t), codegen::fragmentOf(t).count() * ir::dtypeBytes(dtype) / 4) << t.str();
+        ++checked;
+      }
+    }
   EXPECT_GT(checked, 0);
   // Nothing outside registers.
   EXPECT_EQ(ir::threadRegisters(ir::Type::tile(ir::DType::F32, {64, 64}, ir::MemSpace::Shared)), 0);

@@ -18,7 +18,8 @@ class LayerNorm(Workload):
     unit = "GB/s"
     eps = 1e-5
     tolerances = {"Y": 1e-2, "Mean": 1e-5, "Rstd": 1e-5}
-    check_sizes = [dict(R=r, D=d) for d in (1024, 2048, 4096) for r in (4, 37, 1000, 4099)]
+    # 384 (chunks of 4 a lane) and 768: the widths of small GPT models.
+    check_sizes = [dict(R=r, D=d) for d in (384, 768, 1024, 2048, 4096) for r in (4, 37, 1000, 4099)]
     bench_sizes = [dict(R=65536, D=d) for d in (1024, 2048, 4096)]
     quick_sizes = [dict(R=65536, D=d) for d in (1024, 4096)]
     argcheck_size = dict(R=4, D=1024)
@@ -73,8 +74,9 @@ class LayerNormBwd(Workload):
     eps = 1e-5
     rows_per_block = 32  # layernorm_bwd's rows a block, one row of dWp and dBp each
     tolerances = {"dX": 1e-2, "dW": 1e-4, "dBias": 1e-4}
-    # D = 1024 only: a thread holds D / 32 elements of dY, Xhat and both sums.
-    check_sizes = [dict(R=r, D=1024) for r in (1, 37, 1000, 4099, 70000)]
+    # D up to 1024: a thread holds D / 32 elements of dY, Xhat and both sums.
+    check_sizes = ([dict(R=r, D=1024) for r in (1, 37, 1000, 4099, 70000)] +
+                   [dict(R=r, D=d) for d in (384, 768) for r in (1, 37, 4099)])
     bench_sizes = [dict(R=r, D=1024) for r in (32768, 65536)]
     quick_sizes = [dict(R=65536, D=1024)]
     argcheck_size = dict(R=4, D=1024)
@@ -185,7 +187,8 @@ class Softmax(Workload):
     peer_names = ["torch"]
     unit = "GB/s"
     tolerances = {"Y": 1e-2}
-    check_sizes = [dict(R=r, D=d) for d in (1024, 2048, 4096) for r in (1, 37, 1000, 4099)]
+    # 384 (chunks of 4 a lane) and 768: the widths of small GPT models.
+    check_sizes = [dict(R=r, D=d) for d in (384, 768, 1024, 2048, 4096) for r in (1, 37, 1000, 4099)]
     bench_sizes = [dict(R=32768, D=d) for d in (1024, 2048, 4096)]
     quick_sizes = [dict(R=32768, D=4096)]
     argcheck_size = dict(R=4, D=1024)
@@ -230,7 +233,8 @@ class RmsNorm(Workload):
     unit = "GB/s"
     eps = 1e-6
     tolerances = {"Y": 1e-2, "Rstd": 1e-5}
-    check_sizes = [dict(R=r, D=d) for d in (1024, 2048, 4096) for r in (1, 37, 1000, 4099)]
+    # 384 (chunks of 4 a lane) and 768: the widths of small GPT models.
+    check_sizes = [dict(R=r, D=d) for d in (384, 768, 1024, 2048, 4096) for r in (1, 37, 1000, 4099)]
     bench_sizes = [dict(R=32768, D=d) for d in (1024, 2048, 4096)]
     quick_sizes = [dict(R=32768, D=4096)]
     argcheck_size = dict(R=4, D=1024)
@@ -285,8 +289,9 @@ class RmsNormBwd(Workload):
     eps = 1e-6
     rows_per_block = 32  # rmsnorm_bwd's rows a block, one row of dWp each
     tolerances = {"dX": 1e-2, "dW": 1e-4}
-    # D = 1024 only: at 2048 a thread's share of dY, Xhat and dW's sums spills.
-    check_sizes = [dict(R=r, D=1024) for r in (1, 37, 1000, 4099, 70000)]
+    # D up to 1024: at 2048 a thread's share of dY, Xhat and dW's sums spills.
+    check_sizes = ([dict(R=r, D=1024) for r in (1, 37, 1000, 4099, 70000)] +
+                   [dict(R=r, D=d) for d in (384, 768) for r in (1, 37, 4099)])
     bench_sizes = [dict(R=r, D=1024) for r in (32768, 65536)]
     quick_sizes = [dict(R=65536, D=1024)]
     argcheck_size = dict(R=4, D=1024)

@@ -16,7 +16,10 @@
 //                                       wgmma_commit; wgmma_wait 1; arrive empty[it - 1]
 //                                   wgmma_wait 0; arrive empty[last]
 //
-// That is the schedule of a loop with one accumulating product (a GEMM).
+// That is the schedule of a loop with one accumulating product (a GEMM), and
+// of several independent ones (each on its own accumulator): all of an
+// iteration's products go out after one fence as one group, which one wait
+// retires before the slot they read is released.
 // A loop of several products with work between them (attention) keeps its
 // body, with each product that reads shared memory only moved up to just
 // after what it reads (issueEarly; one that reads A from registers stays

@@ -114,14 +114,22 @@ public:
     scheduleProducts();
   }
 
-  /// Whether the loop only accumulates: each product adds to a carried
-  /// value of its own and yields its result there, and the yield passes
-  /// nothing else (hopper-layout's GEMM loops).
+  /// Whether the loop only accumulates: its body holds the tiles' loads,
+  /// scalar arithmetic and products, each product adds to a carried value
+  /// of its own and yields its result there, and the yield passes nothing
+  /// else (hopper-layout's GEMM loops). Nothing but the yield then reads a
+  /// product, so that the products may be issued together.
   bool accumulatesOnly() const {
     Block &body = *loop_.body;
     Op &yield = *body.ops.back();
     if (mmas_.empty() || yield.operands.size() != mmas_.size())
       return false;
+    for (auto &op : body.ops) {
+      bool scalar = !op->body && op->results.size() == 1 && op->result()->type.isScalar();
+      bool sharedLoad = op->kind == OpKind::Load && op->result()->type.isShared();
+      if (!scalar && !sharedLoad && op->kind != OpKind::Mma && op.get() != &yield)
+        return false;
+    }
     for (Op *mma : mmas_) {
       auto slot = std::find(yield.operands.begin(), yield.operands.end(), mma->result());
       if (slot == yield.operands.end() || mma->operands[2] != body.args[1 + (slot - yield.operands.begin())].get())

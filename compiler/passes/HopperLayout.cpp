@@ -1,15 +1,20 @@
 // hopper-layout (sm_90a and newer; a no-op for older targets): picks the
 // wgmma schedule for a pipelined matrix-product loop.
 //
-// A loop qualifies when its body is a pipelined GEMM step: two shared loads
+// A loop qualifies when its body is a pipelined GEMM step: shared loads
 // (A [BM, BK], or [BK, BM] with trans_a, and B [BK, BN], or [BN, BK] with
-// trans_b) feeding one `mma` whose accumulator is carried by the loop, plus
-// scalar address arithmetic.
+// trans_b) feeding `mma`s, each on an accumulator of its own that the loop
+// carries, plus scalar address arithmetic. One product is a GEMM; several
+// (a gated MLP's gate and up projections, which share A's tile) are
+// independent products of one accumulator shape, run side by side.
 // For such a loop the pass
-//   * stages both operand tiles as 128-byte-swizzled panels (#swizzle128),
+//   * stages the operand tiles as 128-byte-swizzled panels (#swizzle128),
 //     the layout that the bulk tensor copy engine writes and wgmma reads;
-//   * gives the accumulator (and every tile derived from it) the layout of
-//     BM/64 consumer warpgroups, each owning 64 rows: #acc<(BM/16)x1>;
+//   * gives the accumulators (and every tile derived from them) the layout
+//     of BM/64 consumer warpgroups, each owning 64 rows: #acc<(BM/16)x1>,
+//     whatever warp grid the layout pass chose for mma.sync (the grid is
+//     decided here, where the loop is known to go to wgmma: a kernel that
+//     stays on mma.sync keeps layout's);
 //   * makes the kernel one warpgroup larger for the producer;
 //   * marks the stores of 16-bit accumulator tiles after the loop (one or
 //     more: an output and its pre-activation), or an addition of the f32
@@ -74,16 +79,65 @@ bool isPureScalar(const Op &op) {
   return op.body == nullptr && op.results.size() == 1 && op.result()->type.isScalar() && op.kind != OpKind::Load;
 }
 
-struct GemmLoop {
-  Op *loop = nullptr;
+/// One product of a GEMM loop and the loads of its operands.
+struct GemmProduct {
   Op *mma = nullptr;
   Op *loadA = nullptr;
   Op *loadB = nullptr;
 };
 
-/// The matrix-product loop that wgmma can run, or nothing.
+/// A pipelined loop of independent accumulating products: each carries an
+/// accumulator of its own, and the products may share operand tiles (the
+/// gate and the up projection of a gated MLP both read X's tile).
+struct GemmLoop {
+  Op *loop = nullptr;
+  std::vector<GemmProduct> products;
+  /// The distinct operand tiles the loop loads, in program order.
+  std::vector<Op *> loads;
+  const Type &accumulator() const { return products.front().mma->result()->type; }
+};
+
+/// The shapes wgmma takes for one product of a GEMM step, checked on the
+/// product's own operands; false if it needs the sm_80 path.
+bool isWgmmaStep(const GemmProduct &p, const Block &body) {
+  const Op &mma = *p.mma;
+  if (!p.loadA || !p.loadB || p.loadA == p.loadB || p.loadA->kind != OpKind::Load || p.loadB->kind != OpKind::Load ||
+      p.loadA->parent != &body || p.loadB->parent != &body)
+    return false;
+  for (Op *load : {p.loadA, p.loadB}) {
+    if (load->operands[0]->type.dims.size() != 2 || load->listAttr("sizes").size() != 2)
+      return false;
+    DType d = load->result()->type.dtype;
+    if (d != DType::BF16 && d != DType::F16)
+      return false;
+  }
+  if (p.loadA->result()->type.dtype != p.loadB->result()->type.dtype)
+    return false;
+  const Type &acc = mma.result()->type;
+  if (!acc.isRegister() || acc.layout.kind != LayoutKind::Acc || acc.dtype != DType::F32)
+    return false;
+  int64_t bm = acc.shape[0], bn = acc.shape[1];
+  const auto &aShape = p.loadA->result()->type.shape;
+  const auto &bShape = p.loadB->result()->type.shape;
+  bool transA = mma.intAttr("trans_a") != 0, transB = mma.intAttr("trans_b") != 0;
+  int64_t bk = aShape[transA ? 0 : 1];
+  // 64 operand columns make one 128-byte swizzle panel: the A tile is then
+  // a single box and every k16 step sits inside it. Read transposed ([K, M],
+  // M-major), each consumer warpgroup's 64 rows of M are one panel.
+  if (bk != 64 || aShape[transA ? 1 : 0] != bm)
+    return false;
+  if (transB ? (bShape[0] != bn || bShape[1] != bk) : (bShape[0] != bk || bShape[1] != bn))
+    return false;
+  return (bm == 64 || bm == 128) && (bn == 64 || bn == 128 || bn == 256);
+}
+
+/// The loop of accumulating products that wgmma can run, or nothing: a body
+/// of operand loads, address arithmetic and products, each product adding
+/// to a carried accumulator of its own and read by nothing but the next
+/// iteration. The accumulators have one shape, so that each consumer
+/// warpgroup owns the same 64 rows of all of them.
 std::optional<GemmLoop> matchGemmLoop(Op &loop) {
-  if (loop.kind != OpKind::For || !loop.hasAttr("stages") || loop.results.size() != 1)
+  if (loop.kind != OpKind::For || !loop.hasAttr("stages") || loop.results.empty())
     return std::nullopt;
   auto step = passes::constantIntOf(loop.operands[2]);
   if (!step || *step != 1)
@@ -92,53 +146,37 @@ std::optional<GemmLoop> matchGemmLoop(Op &loop) {
   m.loop = &loop;
   for (auto &op : loop.body->ops) {
     if (op->kind == OpKind::Mma) {
-      if (m.mma)
-        return std::nullopt;
-      m.mma = op.get();
+      m.products.push_back({op.get(), op->operands[0]->definingOp, op->operands[1]->definingOp});
     } else if (op->kind == OpKind::Load) {
       if (!op->result()->type.isShared())
         return std::nullopt;
+      m.loads.push_back(op.get());
     } else if (op->kind != OpKind::Yield && !isPureScalar(*op)) {
       return std::nullopt;
     }
   }
-  if (!m.mma)
+  // One product a carried value: product i accumulates into the value that
+  // yield slot j carries, and yields its result there.
+  Block &body = *loop.body;
+  Op &yield = *body.ops.back();
+  if (m.products.size() != loop.results.size())
     return std::nullopt;
-  Op &mma = *m.mma;
-  Op &yield = *loop.body->ops.back();
-  if (mma.operands[2] != loop.body->args[1].get() || yield.operands.size() != 1 || yield.operands[0] != mma.result())
-    return std::nullopt;
-  m.loadA = mma.operands[0]->definingOp;
-  m.loadB = mma.operands[1]->definingOp;
-  if (!m.loadA || !m.loadB || m.loadA == m.loadB || m.loadA->kind != OpKind::Load || m.loadB->kind != OpKind::Load ||
-      m.loadA->parent != loop.body.get() || m.loadB->parent != loop.body.get())
-    return std::nullopt;
-  for (Op *load : {m.loadA, m.loadB}) {
-    if (load->operands[0]->type.dims.size() != 2 || load->listAttr("sizes").size() != 2)
+  std::vector<bool> taken(loop.results.size(), false);
+  for (const GemmProduct &p : m.products) {
+    auto slot = std::find(yield.operands.begin(), yield.operands.end(), p.mma->result());
+    if (slot == yield.operands.end())
       return std::nullopt;
-    DType d = load->result()->type.dtype;
-    if (d != DType::BF16 && d != DType::F16)
+    size_t j = static_cast<size_t>(slot - yield.operands.begin());
+    if (taken[j] || p.mma->operands[2] != body.args[1 + j].get())
+      return std::nullopt;
+    taken[j] = true;
+    if (!isWgmmaStep(p, body) || p.mma->result()->type.shape != m.accumulator().shape ||
+        p.loadA->result()->type.dtype != m.products.front().loadA->result()->type.dtype)
       return std::nullopt;
   }
-  if (m.loadA->result()->type.dtype != m.loadB->result()->type.dtype)
-    return std::nullopt;
-  const Type &acc = mma.result()->type;
-  if (!acc.isRegister() || acc.layout.kind != LayoutKind::Acc || acc.dtype != DType::F32)
-    return std::nullopt;
-  int64_t bm = acc.shape[0], bn = acc.shape[1];
-  const auto &aShape = m.loadA->result()->type.shape;
-  const auto &bShape = m.loadB->result()->type.shape;
-  bool transA = mma.intAttr("trans_a") != 0, transB = mma.intAttr("trans_b") != 0;
-  int64_t bk = aShape[transA ? 0 : 1];
-  // 64 operand columns make one 128-byte swizzle panel: the A tile is then
-  // a single box and every k16 step sits inside it. Read transposed ([K, M],
-  // M-major), each consumer warpgroup's 64 rows of M are one panel.
-  if (bk != 64 || aShape[transA ? 1 : 0] != bm)
-    return std::nullopt;
-  if (transB ? (bShape[0] != bn || bShape[1] != bk) : (bShape[0] != bk || bShape[1] != bn))
-    return std::nullopt;
-  if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128 && bn != 256))
-    return std::nullopt;
+  // Each carried accumulator feeds its product alone (checked above: the
+  // body holds nothing else that could read it) and each loaded tile only
+  // products (layout staged it in shared memory for them).
   return m;
 }
 
@@ -152,7 +190,7 @@ std::optional<GemmLoop> matchGemmLoop(Op &loop) {
 /// as they are.
 std::vector<Op *> matchTmaStores(Kernel &kernel, const GemmLoop &m) {
   std::vector<Op *> found;
-  const Type &acc = m.mma->result()->type;
+  const Type &acc = m.accumulator();
   bool afterLoop = false;
   for (auto &op : kernel.body.ops) {
     afterLoop |= op.get() == m.loop;
@@ -183,7 +221,7 @@ bool isAccumulatorFamily(LayoutKind kind) {
 /// kernel is left to the fused schedule, which sizes its pipeline for two
 /// blocks a multiprocessor.
 bool onlyAccumulatorLayouts(Kernel &kernel, const GemmLoop &m) {
-  int consumerWarps = static_cast<int>(m.mma->result()->type.shape[0] / 16);
+  int consumerWarps = static_cast<int>(m.accumulator().shape[0] / 16);
   bool vectors = intendedBlocksPerSm(consumerWarps) == 1;
   bool ok = true;
   walk(kernel.body, [&](Op &op) {
@@ -565,7 +603,8 @@ private:
         if (auto m = matchGemmLoop(op))
           found.push_back(*m);
     });
-    if (found.size() != 1 || mmas != 1 || !onlyAccumulatorLayouts(kernel, found.front())) {
+    if (found.size() != 1 || mmas != static_cast<int>(found.front().products.size()) ||
+        !onlyAccumulatorLayouts(kernel, found.front())) {
       FusedMismatch mismatch;
       auto f = matchFusedLoop(kernel, mismatch);
       if (f) {
@@ -587,7 +626,7 @@ private:
       return;
     }
     GemmLoop &m = found.front();
-    const Type &acc = m.mma->result()->type;
+    const Type &acc = m.accumulator();
     int consumerWarps = static_cast<int>(acc.shape[0] / 16);
     auto split = [&](Type &type) {
       if (type.isRegister() && isAccumulatorFamily(type.layout.kind))
@@ -600,12 +639,13 @@ private:
         for (auto &a : op.body->args)
           split(a->type);
     });
-    for (Op *load : {m.loadA, m.loadB})
+    int64_t stageBytes = 0;
+    for (Op *load : m.loads) {
       load->result()->type.layout = {LayoutKind::Swizzle128, 1, 1};
+      stageBytes += passes::sharedBufferBytes(load->result()->type);
+    }
     kernel.warps = consumerWarps + 4;
 
-    int64_t stageBytes = passes::sharedBufferBytes(m.loadA->result()->type) +
-                         passes::sharedBufferBytes(m.loadB->result()->type);
     int64_t asked = m.loop->intAttr("stages", 2);
     int64_t free = target.sharedMemoryBytes - kReservedSharedBytes;
     std::vector<Op *> stores = matchTmaStores(kernel, m);
@@ -614,7 +654,7 @@ private:
       // quarter..., never under one panel; the same width for every store)
       // that leave room for the preferred depth, or failing that for the
       // depth the source asks.
-      const Type &tile = m.mma->result()->type;
+      const Type &tile = m.accumulator();
       // Bytes of one staging column of all the stores, and the widest
       // element's panel, which no staging tile may be narrower than.
       int64_t columnBytes = 0, minCols = 1;

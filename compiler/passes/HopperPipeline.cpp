@@ -16,7 +16,10 @@
 //                                       wgmma_commit; wgmma_wait 1; arrive empty[it - 1]
 //                                   wgmma_wait 0; arrive empty[last]
 //
-// That is the schedule of a loop with one accumulating product (a GEMM).
+// That is the schedule of a loop with one accumulating product (a GEMM), and
+// of several independent ones (each on its own accumulator): all of an
+// iteration's products go out after one fence as one group, which one wait
+// retires before the slot they read is released.
 // A loop of several products with work between them (attention) keeps its
 // body, with each product that reads shared memory only moved up to just
 // after what it reads (issueEarly; one that reads A from registers stays
@@ -78,13 +81,12 @@ public:
     lo_ = loop_.operands[0];
     hi_ = loop_.operands[1];
     collectOperands();
-    // One accumulating product and nothing else: keep a wgmma group in flight
-    // across iterations. Otherwise each product completes before its result
-    // is used (or, if it only feeds the next iteration, before that reads it).
-    Block &body = *loop_.body;
-    Op &yield = *body.ops.back();
-    bool chain = mmas_.size() == 1 && resident_.empty() && mmas_[0]->operands[2] == body.args[1].get() &&
-                 yield.operands.size() == 1 && yield.operands[0] == mmas_[0]->result();
+    // Accumulating products and nothing else (a GEMM, or several sharing
+    // the loop, such as a gated MLP's gate and up projections): keep one
+    // wgmma group in flight across iterations. Otherwise each product
+    // completes before its result is used (or, if it only feeds the next
+    // iteration, before that reads it).
+    bool chain = resident_.empty() && accumulatesOnly();
     if (!chain)
       collectVectors();
     for (Op *load : streamed_) {
@@ -103,10 +105,37 @@ public:
     if (chain) {
       scheduleChain();
       dropLoads();
-      releaseAfterLoop({loop_.result()}, std::next(passes::positionOf(loop_)));
+      std::vector<Value *> results;
+      for (auto &result : loop_.results)
+        results.push_back(result.get());
+      releaseAfterLoop(results, std::next(passes::positionOf(loop_)));
       return;
     }
     scheduleProducts();
+  }
+
+  /// Whether the loop only accumulates: its body holds the tiles' loads,
+  /// scalar arithmetic and products, each product adds to a carried value
+  /// of its own and yields its result there, and the yield passes nothing
+  /// else (hopper-layout's GEMM loops). Nothing but the yield then reads a
+  /// product, so that the products may be issued together.
+  bool accumulatesOnly() const {
+    Block &body = *loop_.body;
+    Op &yield = *body.ops.back();
+    if (mmas_.empty() || yield.operands.size() != mmas_.size())
+      return false;
+    for (auto &op : body.ops) {
+      bool scalar = !op->body && op->results.size() == 1 && op->result()->type.isScalar();
+      bool sharedLoad = op->kind == OpKind::Load && op->result()->type.isShared();
+      if (!scalar && !sharedLoad && op->kind != OpKind::Mma && op.get() != &yield)
+        return false;
+    }
+    for (Op *mma : mmas_) {
+      auto slot = std::find(yield.operands.begin(), yield.operands.end(), mma->result());
+      if (slot == yield.operands.end() || mma->operands[2] != body.args[1 + (slot - yield.operands.begin())].get())
+        return false;
+    }
+    return true;
   }
 
 private:
@@ -480,10 +509,23 @@ private:
   }
 
   /// A GEMM step: one group stays in flight; each iteration waits for the
-  /// previous one's and then releases the slot it read.
+  /// previous one's and then releases the slot it read. Several products
+  /// (each on its own accumulator) go out as one group, after one fence,
+  /// so that one wait retires the iteration's products together: they read
+  /// the same slot, which is released only once all of them are done.
   void scheduleChain() {
     Block &body = *loop_.body;
+    // The products read only the slots' views and the carried accumulators,
+    // all known at the top of the body: the others move to the last one.
+    for (Op *mma : mmas_)
+      body.ops.splice(passes::positionOf(*mmas_.back()), body.ops, passes::positionOf(*mma));
     Value *next = issue(*mmas_.front());
+    for (size_t i = 1; i < mmas_.size(); ++i) {
+      // Out of the group before, into the last one's.
+      passes::eraseOp(**std::next(passes::positionOf(*next->definingOp)));
+      next = issue(*mmas_[i]);
+      passes::eraseOp(**std::prev(passes::positionOf(*next->definingOp)));
+    }
     Builder at(body, std::next(passes::positionOf(*next->definingOp), 2));
     at.setLoc(next->definingOp->loc);
     at.create(OpKind::WgmmaWait, {}, {}, {{"pending", Attr(int64_t(1))}});

@@ -8,7 +8,7 @@ Sizes are plain dicts; torch is imported only inside methods.
 from pathlib import Path
 
 from workload_base import DTYPE_BYTES, Param, Workload, numel, torch_dtype  # noqa: F401
-from workloads_matmul import AttnBwd, AttnFwd, Gemm, GemmSplitK, GemmTN, LinearGelu
+from workloads_matmul import AttnBwd, AttnFwd, Gemm, GemmSplitK, GemmTN, LinearGelu, SwiGlu
 from workloads_rows import (BiasGrad, GeluBwd, LayerNorm, LayerNormBwd, RmsNorm, RmsNormBwd, Rotary, RotaryBwd,
                             Softmax)
 from workloads_xent import CrossEntropy, CrossEntropyFused, CrossEntropyTrain
@@ -59,7 +59,7 @@ class SelftestAxpy(Workload):
 
 WORKLOADS = [Gemm(), GemmTN(), GemmSplitK(), AttnFwd(), AttnBwd(), LayerNorm(), LayerNormBwd(), BiasGrad(), Softmax(),
              RmsNorm(), RmsNormBwd(), Rotary(), RotaryBwd(), CrossEntropy(), CrossEntropyTrain(), CrossEntropyFused(),
-             LinearGelu(), GeluBwd()]
+             LinearGelu(), GeluBwd(), SwiGlu()]
 SELFTEST = SelftestAxpy()
 BY_NAME = {w.name: w for w in WORKLOADS + [SELFTEST]}
 ALIASES = {"selftest": "axpy", "attention_fwd": "attn_fwd", "attn": "attn_fwd", "attention_bwd": "attn_bwd",

@@ -355,3 +355,78 @@ class LinearGelu(Workload):
 
     def plot_x(self, s):
         return s["N"]
+
+
+# --- gated MLP (SwiGLU) -----------------------------------------------------------
+
+
+class SwiGlu(Workload):
+    """Y = silu(X Wg^T) * (X Wu^T) (examples/swiglu.tk), Wg and Wu linear
+    layers' [N, K] weights: a gated MLP's first layer, two products on one
+    loop. Sizes of LLaMA-style MLPs (hidden K, intermediate N about 8K / 3)
+    over 8192 tokens. Rows of a multiple of 16 bytes (N and K multiples of
+    8) for the bulk copies."""
+    name = "swiglu"
+    stem = "swiglu"
+    params = [Param("X", "bf16"), Param("Wg", "bf16"), Param("Wu", "bf16"), Param("Y", "bf16", output=True)]
+    main_output = "Y"
+    peer_names = ["cuBLAS GEMM", "cuBLAS+torch", "torch.compile"]
+    # X [Wg; Wu]^T as one GEMM of 2N columns (a merged gate-up weight): the
+    # products alone, what the activation and the product cost beyond them
+    timing_only_peers = ["cuBLAS GEMM"]
+    tolerances = {"Y": 1e-2}
+    check_sizes = [dict(M=m, N=n, K=k) for m, n, k in
+                   [(1001, 2048, 768), (128, 128, 64), (257, 520, 136), (1, 8, 8), (130, 264, 72),
+                    (8192, 2048, 768), (2048, 5632, 2048)]]
+    bench_sizes = [dict(M=8192, N=n, K=k) for n, k in ((2048, 768), (5632, 2048), (11008, 4096))]
+    quick_sizes = [dict(M=8192, N=5632, K=2048)]
+    argcheck_size = dict(M=128, N=128, K=64)
+    extra_arg_cases = [("Wu with other N", dict(M=128, N=128, K=64), {"Wu": (136, 64)}, 2)]
+    plot_xlabel = "N x K (M = 8192)"
+
+    def shapes(self, s):
+        m, n, k = s["M"], s["N"], s["K"]
+        return {"X": (m, k), "Wg": (n, k), "Wu": (n, k), "Y": (m, n)}
+
+    def make_inputs(self, size, device="cuda"):
+        """Weights scaled by 1 / sqrt(K), as a linear layer's initialisation,
+        so that the gate's pre-activations are about N(0, 1), where silu
+        bends."""
+        import torch
+        sh = self.shapes(size)
+        scale = 1 / math.sqrt(size["K"])
+        return {"X": torch.randn(sh["X"], device=device, dtype=torch.bfloat16),
+                "Wg": (torch.randn(sh["Wg"], device=device) * scale).to(torch.bfloat16),
+                "Wu": (torch.randn(sh["Wu"], device=device) * scale).to(torch.bfloat16)}
+
+    def reference(self, inp, s):
+        x = inp["X"].double()
+        gate = x @ inp["Wg"].double().t()
+        up = x @ inp["Wu"].double().t()
+        return {"Y": gate * (1 / (1 + (-gate).exp())) * up}
+
+    def peers(self, s):
+        import torch
+        import torch.nn.functional as F
+
+        def eager(x, wg, wu):
+            return F.silu(F.linear(x, wg)) * F.linear(x, wu)
+
+        if not hasattr(self, "_compiled"):
+            self._compiled = torch.compile(eager, fullgraph=True)
+
+        def merged(inp):
+            # The merged weight is made once per input set, outside the timing.
+            if "_Wgu" not in inp:
+                inp["_Wgu"] = torch.cat([inp["Wg"], inp["Wu"]])
+            return torch.matmul(inp["X"], inp["_Wgu"].t())
+
+        return {"cuBLAS GEMM": merged,
+                "cuBLAS+torch": lambda inp: eager(inp["X"], inp["Wg"], inp["Wu"]),
+                "torch.compile": lambda inp: self._compiled(inp["X"], inp["Wg"], inp["Wu"])}
+
+    def work(self, s):
+        return 4.0 * s["M"] * s["N"] * s["K"]
+
+    def plot_x(self, s):
+        return s["N"]

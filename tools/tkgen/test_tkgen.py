@@ -45,7 +45,8 @@ class Coverage(unittest.TestCase):
     def test_every_skeleton_and_construct_appears(self):
         for construct in ["mma(", "^T", "[:, new]", "[new, :]", "rowsum(", "rowmax(", "rowmin(", "where(", "rowidx(",
                           "colidx(", "cdiv(", "pipelined(stages =", "atomic_add(", "if sm", "where BM =", "bf16(",
-                          "f16(", "f32(", " % ", " / ", "min(", "max(", "exp2(", "i32[", "t_"]:
+                          "f16(", "f32(", " % ", " / ", "min(", "max(", "exp2(", "i32[", "t_", "erf(", "sigmoid(",
+                          "silu(", "colsum("]:
             self.assertIn(construct, self.text, construct)
 
     def test_balanced(self):
@@ -64,6 +65,50 @@ class Coverage(unittest.TestCase):
             for r in pick_runs(e, random.Random(2), 1):
                 self.assertTrue(r["kernel"].startswith(e["name"]))
                 self.assertEqual(r["kernel"].count("__"), len(e["specialised"]))
+
+
+class WideRows(unittest.TestCase):
+    """Tiles wider than 128 columns, whose strip layouts hold chunks of 8, 4
+    or 2 elements a lane, and whole rows of a specialised width."""
+
+    def setUp(self):
+        self.text, self.manifest = generate_file(7, 300, ALL_FEATURES)
+
+    def tile_widths(self, text):
+        return {int(c) for c in re.findall(r"\[\d+, (\d+)\]", text)}
+
+    def test_strip_chunks_of_each_width(self):
+        widths = self.tile_widths(self.text)
+        # Chunks of 2 (not a multiple of 128), of 4 (of 128, not 256), of 8.
+        self.assertTrue(widths & {192, 320}, widths)
+        self.assertTrue(widths & {384, 640}, widths)
+        self.assertTrue(widths & {512, 768}, widths)
+
+    def test_whole_rows_of_specialised_widths(self):
+        whole = [k for k in kernels_of(self.text) if re.search(r"where N in \{\d+, \d+", k) and "+: " in k
+                 and re.search(r"\[\w+ \+: \d+, :\]", k)]
+        self.assertTrue(whole)
+        for k in whole:
+            values = [int(v) for v in re.search(r"where N in \{([\d, ]+)\}", k).group(1).split(", ")]
+            self.assertTrue(all(v % 64 == 0 and v > 128 for v in values), k)
+        self.assertTrue(any("colsum(" in k and "[block.x, :]" in k for k in whole))
+        self.assertTrue(any("[new, :]" in k for k in whole))
+        self.assertTrue(any("[:, new]" in k for k in whole))
+
+    def test_wide_tiles_split_by_whole_rows(self):
+        for k in kernels_of(self.text):
+            warps = int(re.search(r"warps\((\d+)\)", k).group(1))
+            for rows, cols in re.findall(r"\[(\d+), (\d+|N)\]", k):
+                if cols == "N" or int(cols) > 128:
+                    self.assertEqual(int(rows) % warps, 0, k)
+
+    def test_avoided(self):
+        text, _ = generate_file(7, 300, ALL_FEATURES - {"wide_rows"})
+        self.assertFalse(self.tile_widths(text) & {192, 320, 384, 512, 640, 768})
+        self.assertIsNone(re.search(r"where N in \{[\d, ]*(192|320|384|512|640|768)", text))
+
+    def test_deterministic(self):
+        self.assertEqual(generate_file(7, 300, ALL_FEATURES), (self.text, self.manifest))
 
 
 class Features(unittest.TestCase):

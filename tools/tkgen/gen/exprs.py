@@ -264,7 +264,8 @@ def mma_expr(k, shape):
     whose accumulator layout meets the other tiles of the kernel, and whose
     rows the kernel's warps can split alone (as a row reduction needs)."""
     rows, cols = shape
-    if not k.has("mma_mix") or not isinstance(rows, int) or rows % (16 * k.warps) or cols % 16:
+    if not k.has("mma_mix") or not isinstance(rows, int) or not isinstance(cols, int) \
+            or rows % (16 * k.warps) or cols % 16:
         return None
     k.has_mma = True
     found = []

@@ -11,6 +11,17 @@ from .types import FLOATS, I32, Ty, tile
 
 STAGES = (1, 2, 3, 4)
 
+# Row tiles wider than 128 columns take strip layouts (a row per warp, each
+# lane a chunk of 8, 4 or 2 elements in every 256, 128 or 64 columns), so
+# their rows need only be a multiple of the warps: few rows, to keep the
+# registers a thread holds near those of the narrow tiles.
+WIDE_COLS = (192, 320, 384, 512, 640, 768)
+WIDE_ROWS = (4, 8, 16)
+# Widths of whole rows (`where N in {...}`, loaded as `X[r +: R, :]`).
+WIDE_SETS = ((384, 768), (192, 320), (384, 640), (512, 768), (320, 640, 768))
+# Elements of one wide tile a thread may hold.
+WIDE_PER_THREAD = 32
+
 
 def pick(k, xs):
     return xs[k.rng.randrange(len(xs))]
@@ -51,6 +62,30 @@ def warps_for(k, shape):
     bytes of 8 elements, so a warp spans 256 / cols rows."""
     rows, cols = shape
     return pick(k, [w for w in (1, 2, 4, 4, 4, 8) if rows % (w * 256 // cols) == 0] or [1])
+
+
+def wide(k, chance):
+    """Whether a skeleton draws a wide row tile (feature `wide_rows`)."""
+    return k.has("wide_rows") and k.rng.random() < chance
+
+
+def wide_warps_ok(rows, cols):
+    """Warps that split a wide tile of `rows` rows: whole rows each, and at
+    most WIDE_PER_THREAD elements a thread."""
+    return [w for w in (1, 2, 4, 8) if rows % w == 0 and rows * cols <= WIDE_PER_THREAD * 32 * w]
+
+
+def wide_shape(k, widest):
+    """Rows of a wide tile whose columns reach `widest`, and its warps."""
+    rows = pick(k, [r for r in WIDE_ROWS if wide_warps_ok(r, widest)])
+    return rows, pick(k, wide_warps_ok(rows, widest))
+
+
+def declare_set(k, name, values):
+    """A dimension specialised to exactly these sizes (`where N in {...}`)."""
+    k.annotations.append(f"where {name} in {{{', '.join(map(str, values))}}}")
+    k.dims[name] = ("set", sorted(values))
+    return name
 
 
 def assign(k, name, expr, ty, exact=False):
@@ -138,19 +173,35 @@ def store_rows(k, grid_2d, r0, br, dtype):
 
 def elementwise(k):
     """Rows (and columns) of tiles by block: maps, casts, masks, broadcasts
-    and reductions, no loop."""
+    and reductions, no loop. Wide tiles (strip layouts) at times, some of
+    them whole rows of a specialised width."""
     dtype = pick(k, list(FLOATS))
-    br, bc = tile_shape(k)
+    whole = None
+    if wide(k, 0.3):
+        if k.rng.random() < 0.4:
+            whole = pick(k, WIDE_SETS)
+            br, warps = wide_shape(k, max(whole))
+            bc = "N"
+            k.shapes.append((br, bc))
+        else:
+            bc = pick(k, WIDE_COLS)
+            br, warps = wide_shape(k, bc)
+            k.shapes.append((br, bc))
+    else:
+        br, bc = tile_shape(k)
+        warps = None
     declare_dim(k, "M", br)
-    ncols = pick(k, ["N", "static", "special"])
-    if ncols == "static":
+    ncols = "whole" if whole else pick(k, ["N", "static", "special"])
+    if ncols == "whole":
+        n = declare_set(k, "N", whole)
+    elif ncols == "static":
         n = bc * k.rng.randrange(1, 3)
     else:
         n = declare_dim(k, "N", bc, specialise=(1, 2) if ncols == "special" else None)
     if k.rng.random() < 0.3:
         declare_flag(k)
-    grid_2d = k.rng.random() < 0.5
-    warps = k.warps = warps_for(k, (br, bc))
+    grid_2d = not whole and k.rng.random() < 0.5
+    warps = k.warps = warps or warps_for(k, (br, bc))
     x = k.param("X", dtype, ["M", n])
     side = k.param("W", pick(k, list(FLOATS)), [n]) if k.rng.random() < 0.4 else None
     if grid_2d:
@@ -161,11 +212,14 @@ def elementwise(k):
     else:
         k.annotations.append(f"grid(cdiv(M, {br})) warps({warps})")
         assign(k, "r0", f"block.x * {br}", I32)
-        assign(k, "c0", col_start(k, n, bc), I32)
-    assign(k, "x", f"load({x.name}[{load_start(k, 'r0')} +: {br}, {load_start(k, 'c0')} +: {bc}])",
+        if not whole:
+            assign(k, "c0", col_start(k, n, bc), I32)
+    # `:` takes a whole row of the specialised width.
+    cols = (lambda: ":") if whole else (lambda: f"{load_start(k, 'c0')} +: {bc}")
+    assign(k, "x", f"load({x.name}[{load_start(k, 'r0')} +: {br}, {cols()}])",
            tile(dtype, br, bc), exact=True)
     if side is not None:
-        assign(k, "w", f"load({side.name}[{load_start(k, 'c0')} +: {bc}])", Ty("cvec", side.dtype, (bc,)))
+        assign(k, "w", f"load({side.name}[{cols()}])", Ty("cvec", side.dtype, (bc,)))
         if side.dtype != dtype:
             assign(k, "wc", f"{dtype}(w)", Ty("cvec", dtype, (bc,)))
     if dtype != "f32" and k.rng.random() < 0.5:
@@ -175,7 +229,8 @@ def elementwise(k):
     random_statements(k, [(br, bc)], dtype, k.rng.randrange(1, 5))
     out_dtype = pick(k, list(FLOATS) + ["i32"])
     y = k.param("Y", out_dtype, ["M", n], out=True)
-    k.emit(f"store({y.name}[r0 +: {br}, c0 +: {bc}], {store_tile(k, out_dtype, br, bc, (br, bc), dtype)})")
+    out_cols = ":" if whole else f"c0 +: {bc}"
+    k.emit(f"store({y.name}[r0 +: {br}, {out_cols}], {store_tile(k, out_dtype, br, bc, (br, bc), dtype)})")
     if k.rng.random() < 0.5:
         store_rows(k, grid_2d, "r0", br, dtype)
 
@@ -184,12 +239,20 @@ def row_loop(k):
     """A loop over the column tiles of a block's rows, carrying tile and row
     vector accumulators, with masks for the tail."""
     dtype = pick(k, list(FLOATS))
-    br, bc = tile_shape(k)
+    if wide(k, 0.3):
+        if k.rng.random() < 0.4:
+            return row_groups(k, dtype)
+        bc = pick(k, WIDE_COLS)
+        br, warps = wide_shape(k, bc)
+        k.shapes.append((br, bc))
+    else:
+        br, bc = tile_shape(k)
+        warps = None
     declare_dim(k, "M", br)
     n = declare_dim(k, "N", bc)
     if k.rng.random() < 0.3:
         declare_flag(k)
-    warps = k.warps = warps_for(k, (br, bc))
+    warps = k.warps = warps or warps_for(k, (br, bc))
     x = k.param("X", dtype, ["M", n])
     k.annotations.append(f"grid(cdiv(M, {br})) warps({warps})")
     assign(k, "r0", f"block.x * {br}", I32)
@@ -225,6 +288,55 @@ def row_loop(k):
     if k.rng.random() < 0.5 or y is None:
         y2 = k.param("Y", pick(k, list(FLOATS)), ["M", bc], out=True)
         k.emit(f"store({y2.name}[r0 +: {br}, :], {store_tile(k, y2.dtype, br, bc, (br, bc), 'f32')})")
+
+
+def row_groups(k, dtype):
+    """Whole rows of a specialised width, a group of R at a time: a block
+    walks G groups, stores each group's rows and row vectors, and carries
+    column sums of them in [N] vectors, stored as the block's row of a
+    partials tensor (as examples/layernorm.tk's backward does)."""
+    values = pick(k, WIDE_SETS)
+    br, warps = wide_shape(k, max(values))
+    k.warps = warps
+    groups = pick(k, [2, 4, 8])
+    declare_dim(k, "M", br * groups)
+    n = declare_set(k, "N", values)
+    k.shapes.append((br, n))
+    x = k.param("X", dtype, ["M", n])
+    side = k.param("W", pick(k, list(FLOATS)), [n]) if k.rng.random() < 0.5 else None
+    k.annotations.append(f"grid(cdiv(M, {br * groups})) warps({warps})")
+    assign(k, "r0", f"block.x * {br * groups}", I32)
+    if side is not None:
+        assign(k, "w", f"f32(load({side.name}[:]))", Ty("cvec", "f32", (n,)))
+    sums = k.rng.randrange(1, 3)
+    for s in range(sums):
+        assign(k, f"cs{s}", f"zeros(f32[{n}])", Ty("cvec", "f32", (n,)))
+    hint = " pipelined" if k.rng.random() < 0.3 else ""
+    k.emit(f"for i in 0 .. min({groups}, cdiv(M - r0, {br})){hint} {{")
+    k.indent += 1
+    k.scope.append({})
+    k.bind("i", I32)
+    assign(k, "rows", f"r0 + i * {br}", I32)
+    assign(k, "x", f"load({x.name}[rows +: {br}, :])", tile(dtype, br, n), exact=True)
+    if dtype != "f32":
+        assign(k, "xf", "f32(x)", tile("f32", br, n), exact=True)
+    random_statements(k, [(br, n)], "f32", k.rng.randrange(1, 4))
+    for s in range(sums):
+        red = pick(k, ["colsum", "colsum", "colmax", "colmin"])
+        value = E.tile_expr(k, "f32", (br, n), 2)
+        k.emit(f"cs{s} = cs{s} + {red}({value})" if red == "colsum" else f"cs{s} = max(cs{s}, {red}({value}))")
+    if k.rng.random() < 0.7:
+        y = k.param("Y", pick(k, list(FLOATS)), ["M", n], out=True)
+        k.emit(f"store({y.name}[rows +: {br}, :], {store_tile(k, y.dtype, br, n, (br, n), 'f32')})")
+    if k.rng.random() < 0.5:
+        z = k.param("Z", "f32", ["M"], out=True)
+        k.emit(f"store({z.name}[rows +: {br}], {E.row_vec(k, 'f32', br, 2)})")
+    k.scope.pop()
+    k.indent -= 1
+    k.emit("}")
+    for s in range(sums):
+        p = k.param("P", "f32", [declare_dim(k, "P", 2), n], out=True)
+        k.emit(f"store({p.name}[block.x, :], cs{s})")
 
 
 def gemm(k):

@@ -16,6 +16,7 @@ FEATURES = {
     "mixed_layouts": "row vectors reduced from a tile of no product, next to products",
     "lone_vectors": "1-d tiles neither reduced from nor broadcast to a 2-d tile",
     "colreduce": "colsum, colmax and colmin, broadcast back with [new, :]",
+    "wide_rows": "row tiles of 192 to 768 columns (strip layouts), whole rows of specialised widths",
     "carried_padding": "loop loads at a row offset: rows past the tensor's end reach carried accumulators",
 }
 ALL_FEATURES = frozenset(FEATURES) | frozenset(SKELETONS)

@@ -29,16 +29,6 @@ if ((${#fuzz_need[@]})); then
     echo "tkc: could not install ${fuzz_need[*]}; fuzzing will be skipped" >&2
 fi
 
-# PyTorch (Debian 12: 1.13) for the CPU test of examples/nanogpt
-# (test/examples/nanogpt.test), with OpenBLAS: on the reference BLAS its
-# matmuls run about 20 times slower. Without torch that test is skipped.
-if ! dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok installed"; then
-  echo "tkc: installing python3-torch and OpenBLAS (for the nanogpt example's test)" >&2
-  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
-  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-torch libopenblas0-pthread >/dev/null; } ||
-    echo "tkc: could not install python3-torch; the nanogpt example's test will be skipped" >&2
-fi
-
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 cmake --build build
 

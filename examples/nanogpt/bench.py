@@ -3,15 +3,17 @@ one process, and where each variant's step time goes.
 
 Every variant (tkc: tkc kernels, eager; torch: PyTorch's kernels with SDPA,
 eager; torch-compile: the PyTorch variant under torch.compile(fullgraph=True);
-tkc-compile on request) gets its own copy of the model from the same seed,
+tkc-compile: the tkc variant under it) gets its own copy of the model from the same seed,
 its own optimizer and the same batches. After --bench-warmup steps each
 (compilation happens there), rounds of timed windows of --bench-window steps
 alternate between the variants, in a fresh random order each round, so that
 clocks and temperature drift spread over all of them; a variant's figure is
-its median window. Then torch.profiler records a window of each eager
-variant, and the GPU time of its operators is summed into the categories of
+its median window. Then torch.profiler records a window of each variant,
+and the GPU time of its operators is summed into the categories of
 CATEGORIES (self time: a kernel counts once, for the operator that
-launched it).
+launched it; the kernels a compiled graph generates count under the
+operator they replace only where the profiler names it, else as device
+work outside any operator).
 """
 
 import copy
@@ -173,8 +175,7 @@ def bench(args):
         result["variants"][name] = {"step_s": ts, "median_step_s": med, "tokens_per_s": tokens / med}
         lines.append(f"| {name} | {tokens / med:,.0f} | {med * 1e3:.1f} | {min(ts) * 1e3:.1f}-{max(ts) * 1e3:.1f} | "
                      f"{fpt * tokens / med / 1e12:.1f} |")
-    eager = [v for v in variants if not v.args.compile]
-    parts = {v.name: breakdown(v, max(2, args.bench_window // 2)) for v in eager}
+    parts = {v.name: breakdown(v, max(2, args.bench_window // 2)) for v in variants}
     result["breakdown_ms_per_step"] = parts
     rows = sorted({k for p in parts.values() for k in p if k != "total"},
                   key=lambda k: -max(p.get(k, 0.0) for p in parts.values()))

@@ -59,7 +59,7 @@ def build_parser():
     ap.add_argument("--n-head", type=int)
     ap.add_argument("--block-size", type=int)
     ap.add_argument("--bench", action="store_true", help="tokens/s of the variants and a per-op breakdown")
-    ap.add_argument("--bench-variants", default="tkc,torch,torch-compile")
+    ap.add_argument("--bench-variants", default="tkc,torch,tkc-compile,torch-compile")
     ap.add_argument("--bench-warmup", type=int, default=10)
     ap.add_argument("--bench-window", type=int, default=10, help="steps per timed window")
     ap.add_argument("--bench-rounds", type=int, default=6)

@@ -46,6 +46,16 @@ class FakeTensor:
     def stride(self):
         return self._strides
 
+    def get_device(self):
+        return self.device.index if self.device.type == "cuda" else -1
+
+
+class DescribedTensor(FakeTensor):
+    """A tensor the packed path cannot read (no get_device): the launcher
+    falls back to describing it field by field."""
+
+    get_device = None
+
 
 class AbiTest(unittest.TestCase):
     def test_descriptor_layout_matches_the_header(self):
@@ -155,6 +165,25 @@ class LauncherTest(unittest.TestCase):
         # A host tensor is never launched on.
         with self.assertRaises((tkc.CudaError, tkc.DeviceError)):
             self.ln(*self.args(X=FakeTensor((8, 1024), device=FakeDevice("cpu", None))))
+
+    def test_packed_descriptors_equal_described_ones(self):
+        tensors = self.args(X=FakeTensor((8, 1024), strides=(1032, 1), address=0x7F0000000040),
+                            Mean=FakeTensor((8,), "f32", address=0x7F0000400000, device=FakeDevice("cuda", 3)))
+        buf, device = _loader.pack(tensors)
+        self.assertEqual(device, 0)
+        for i, (t, p) in enumerate(zip(tensors, self.ln.info.tensors)):
+            d = _loader.describe(t, p, "layernorm")
+            self.assertEqual(buf.raw[i * 128:(i + 1) * 128], ctypes.string_at(ctypes.addressof(d), 128), p.name)
+        self.assertIsNone(_loader.pack(self.args(X=DescribedTensor((8, 1024)))))
+        self.assertIsNone(_loader.pack(self.args(X=FakeTensor((8, 1024), "c64"))))
+
+    def test_described_tensors_get_the_same_answers(self):
+        self.check_raises(tkc.AlignmentError, "multiple of 8",
+                          self.args(X=DescribedTensor((8, 1024), strides=(1001, 1))))
+        with self.assertRaises(tkc.DTypeError):
+            self.ln(*self.args(X=FakeTensor((8, 1024), "c64")))
+        with self.assertRaises((tkc.CudaError, tkc.DeviceError)):
+            self.ln(*self.args(X=DescribedTensor((8, 1024))))
 
     def test_wrong_versions_are_refused(self):
         descs = [_loader.describe(t, p, "layernorm") for t, p in zip(self.args(), self.ln.info.tensors)]

@@ -18,7 +18,7 @@ import torch
 from . import load
 from ._build import SOURCE_ROOT
 from .errors import TkcError
-from .torch import call_with_outputs
+from .torch import operator
 
 _libraries = {}
 
@@ -39,7 +39,7 @@ def library(stem):
 # --- attention -------------------------------------------------------------------
 
 
-@torch.library.custom_op("tkc::attention_fwd", mutates_args=(), device_types="cuda")
+@operator("tkc::attention_fwd")
 def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int) -> tuple[torch.Tensor, torch.Tensor]:
     """O = softmax(Q K^T / sqrt(D)) V and the rows' log-sum-exp L (f32)."""
     o = torch.empty_like(q, memory_format=torch.contiguous_format)
@@ -53,7 +53,7 @@ def _(q, k, v, causal):
     return torch.empty_like(q, memory_format=torch.contiguous_format), q.new_empty(q.shape[:-1], dtype=torch.float32)
 
 
-@torch.library.custom_op("tkc::attention_bwd", mutates_args=(), device_types="cuda")
+@operator("tkc::attention_bwd")
 def attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, do: torch.Tensor,
                   lse: torch.Tensor, causal: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV from the forward's inputs, output, log-sum-exp and dO:
@@ -80,13 +80,15 @@ def _attention_setup(ctx, inputs, output):
     ctx.causal = causal
 
 
-def _attention_backward(ctx, do, dlse):
-    q, k, v, o, lse = ctx.saved_tensors
-    dq, dk, dv = attention_bwd(q, k, v, o, do.contiguous(), lse, ctx.causal)
-    return dq, dk, dv, None
+def _attention_backward(bwd):
+    def backward(ctx, do, dlse):
+        q, k, v, o, lse = ctx.saved_tensors
+        dq, dk, dv = bwd(q, k, v, o, do.contiguous(), lse, ctx.causal)
+        return dq, dk, dv, None
+    return backward
 
 
-attention_fwd.register_autograd(_attention_backward, setup_context=_attention_setup)
+attention_fwd.differentiable(_attention_setup, _attention_backward, attention_bwd)
 
 
 def attention(q, k, v, causal=False):
@@ -113,7 +115,7 @@ def _rows_2d(x):
     return x.reshape(-1, x.shape[-1]).contiguous()
 
 
-@torch.library.custom_op("tkc::layernorm", mutates_args=(), device_types="cuda")
+@operator("tkc::layernorm")
 def layernorm_fwd(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor,
                                                                                         torch.Tensor]:
     """Y = (X - mean) * rstd * W + Bias over the last dim of a 2-d X, with
@@ -131,7 +133,7 @@ def _(x, weight, bias):
     return torch.empty_like(x, memory_format=torch.contiguous_format), stats, torch.empty_like(stats)
 
 
-@torch.library.custom_op("tkc::layernorm_bwd", mutates_args=(), device_types="cuda")
+@operator("tkc::layernorm_bwd")
 def layernorm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: torch.Tensor,
                   rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dX, dW, dBias (dW and dBias f32) from dY, X, W and the forward's mean
@@ -159,13 +161,15 @@ def _layernorm_setup(ctx, inputs, output):
     ctx.dtypes = (weight.dtype, bias.dtype)
 
 
-def _layernorm_backward(ctx, dy, dmean, drstd):
-    x, weight, mean, rstd = ctx.saved_tensors
-    dx, dw, db = layernorm_bwd(dy.contiguous(), x, weight, mean, rstd)
-    return dx, dw.to(ctx.dtypes[0]), db.to(ctx.dtypes[1])
+def _layernorm_backward(bwd):
+    def backward(ctx, dy, dmean, drstd):
+        x, weight, mean, rstd = ctx.saved_tensors
+        dx, dw, db = bwd(dy.contiguous(), x, weight, mean, rstd)
+        return dx, dw.to(ctx.dtypes[0]), db.to(ctx.dtypes[1])
+    return backward
 
 
-layernorm_fwd.register_autograd(_layernorm_backward, setup_context=_layernorm_setup)
+layernorm_fwd.differentiable(_layernorm_setup, _layernorm_backward, layernorm_bwd)
 
 
 def layernorm(x, weight, bias, eps=1e-5):
@@ -177,7 +181,7 @@ def layernorm(x, weight, bias, eps=1e-5):
     return layernorm_fwd(_rows_2d(x), weight, bias)[0].reshape(x.shape)
 
 
-@torch.library.custom_op("tkc::rms_norm", mutates_args=(), device_types="cuda")
+@operator("tkc::rms_norm")
 def rms_norm_fwd(x: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Y = X * rstd * W over the last dim of a 2-d X, rstd = 1 / sqrt(mean(X^2)
     + 1e-6); also the rows' rstd (f32)."""
@@ -192,7 +196,7 @@ def _(x, weight):
     return torch.empty_like(x, memory_format=torch.contiguous_format), x.new_empty(x.shape[:1], dtype=torch.float32)
 
 
-@torch.library.custom_op("tkc::rms_norm_bwd", mutates_args=(), device_types="cuda")
+@operator("tkc::rms_norm_bwd")
 def rms_norm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                  rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """dX and dW (f32) from dY, X, W and the forward's rstd: two kernels."""
@@ -216,13 +220,15 @@ def _rms_norm_setup(ctx, inputs, output):
     ctx.dtype = weight.dtype
 
 
-def _rms_norm_backward(ctx, dy, drstd):
-    x, weight, rstd = ctx.saved_tensors
-    dx, dw = rms_norm_bwd(dy.contiguous(), x, weight, rstd)
-    return dx, dw.to(ctx.dtype)
+def _rms_norm_backward(bwd):
+    def backward(ctx, dy, drstd):
+        x, weight, rstd = ctx.saved_tensors
+        dx, dw = bwd(dy.contiguous(), x, weight, rstd)
+        return dx, dw.to(ctx.dtype)
+    return backward
 
 
-rms_norm_fwd.register_autograd(_rms_norm_backward, setup_context=_rms_norm_setup)
+rms_norm_fwd.differentiable(_rms_norm_setup, _rms_norm_backward, rms_norm_bwd)
 
 
 def rms_norm(x, weight, eps=1e-6):
@@ -259,7 +265,7 @@ def _xent_aligned(x):
     return padded.copy_(x)
 
 
-@torch.library.custom_op("tkc::cross_entropy", mutates_args=(), device_types="cuda")
+@operator("tkc::cross_entropy")
 def cross_entropy_fwd(x: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-row loss and log-sum-exp (f32) of logits x [R, V] bf16 for targets
     t [R] i32, negative = ignored (loss 0)."""
@@ -276,7 +282,7 @@ def _(x, t):
     return loss, torch.empty_like(loss)
 
 
-@torch.library.custom_op("tkc::cross_entropy_bwd", mutates_args=(), device_types="cuda")
+@operator("tkc::cross_entropy_bwd")
 def cross_entropy_bwd(x: torch.Tensor, t: torch.Tensor, lse: torch.Tensor, dloss: torch.Tensor) -> torch.Tensor:
     """dX = (softmax(x) - onehot(t)) * dloss per row (zero where t < 0),
     contiguous."""
@@ -300,14 +306,16 @@ def _cross_entropy_setup(ctx, inputs, output):
     ctx.save_for_backward(x, t, output[1])
 
 
-def _cross_entropy_backward(ctx, dloss, dlse):
-    # Lse is the backward's input, not differentiated through.
-    x, t, lse = ctx.saved_tensors
-    dloss = torch.zeros_like(lse) if dloss is None else dloss.float().contiguous()
-    return cross_entropy_bwd(x, t, lse, dloss), None
+def _cross_entropy_backward(bwd):
+    def backward(ctx, dloss, dlse):
+        # Lse is the backward's input, not differentiated through.
+        x, t, lse = ctx.saved_tensors
+        dloss = torch.zeros_like(lse) if dloss is None else dloss.float().contiguous()
+        return bwd(x, t, lse, dloss), None
+    return backward
 
 
-cross_entropy_fwd.register_autograd(_cross_entropy_backward, setup_context=_cross_entropy_setup)
+cross_entropy_fwd.differentiable(_cross_entropy_setup, _cross_entropy_backward, cross_entropy_bwd)
 
 
 def cross_entropy(logits, targets, ignore_index=-100):
@@ -338,7 +346,7 @@ _GELU_APPROXIMATIONS = {"tanh": 1, "none": 0}
 _GELU_ROWS_PER_BLOCK = 512
 
 
-@torch.library.custom_op("tkc::linear_gelu", mutates_args=(), device_types="cuda")
+@operator("tkc::linear_gelu")
 def linear_gelu_fwd(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                     approx: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Y = gelu(X W^T + Bias) for a 2-d X and the pre-activation X W^T + Bias,
@@ -354,7 +362,7 @@ def _(x, weight, bias, approx):
     return x.new_empty((x.shape[0], weight.shape[0])), x.new_empty((x.shape[0], weight.shape[0]))
 
 
-@torch.library.custom_op("tkc::linear_gelu_bwd", mutates_args=(), device_types="cuda")
+@operator("tkc::linear_gelu_bwd")
 def linear_gelu_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, pre: torch.Tensor,
                     approx: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dX, dW and dBias (all bf16) from dY, the forward's X, W and
@@ -382,13 +390,15 @@ def _linear_gelu_setup(ctx, inputs, output):
     ctx.approx = approx
 
 
-def _linear_gelu_backward(ctx, dy, dpre):
-    x, weight, pre = ctx.saved_tensors
-    dx, dw, dbias = linear_gelu_bwd(dy.contiguous(), x, weight, pre, ctx.approx)
-    return dx, dw, dbias, None
+def _linear_gelu_backward(bwd):
+    def backward(ctx, dy, dpre):
+        x, weight, pre = ctx.saved_tensors
+        dx, dw, dbias = bwd(dy.contiguous(), x, weight, pre, ctx.approx)
+        return dx, dw, dbias, None
+    return backward
 
 
-linear_gelu_fwd.register_autograd(_linear_gelu_backward, setup_context=_linear_gelu_setup)
+linear_gelu_fwd.differentiable(_linear_gelu_setup, _linear_gelu_backward, linear_gelu_bwd)
 
 
 def linear_gelu(x, weight, bias, approximate="tanh"):

@@ -117,3 +117,67 @@ def pair(forward, backward, n_inputs, differentiable=None):
 
     forward.register_autograd(grad, setup_context=setup_context)
     return forward
+
+
+def _compiling():
+    """Whether torch.compile (or export) is tracing the caller."""
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "is_compiling"):
+        return compiler.is_compiling()
+    return torch._dynamo.is_compiling()
+
+
+class Operator:
+    """A kernel call as a torch operator, two ways: under torch.compile, the
+    custom_op `qualname` (traced through its fake implementation); in eager
+    mode, the implementation called directly, with autograd through an
+    autograd.Function. The eager way skips the dispatcher's host time on
+    every call, which a training step pays once per kernel per layer.
+
+    Used as a decorator on the implementation; `register_fake` and
+    `differentiable` complete it."""
+
+    def __init__(self, qualname, impl):
+        self.impl = impl
+        self.custom = torch.library.custom_op(qualname, impl, mutates_args=(), device_types="cuda")
+        self.function = None
+        self.__doc__ = impl.__doc__
+
+    def register_fake(self, fake):
+        self.custom.register_fake(fake)
+        return fake
+
+    def differentiable(self, setup_context, make_backward, *backward_ops):
+        """Gives the operator a backward. make_backward(*calls) returns
+        backward(ctx, *grads), where calls are the operators in backward_ops
+        as the backward must call them: their custom_ops for the traced
+        graph, their implementations in eager mode. setup_context(ctx,
+        inputs, output) saves what the backward needs; gradients of outputs
+        the caller did not use may arrive as None."""
+        self.custom.register_autograd(make_backward(*(op.custom for op in backward_ops)), setup_context=setup_context)
+
+        def setup(ctx, inputs, output):
+            # Unused outputs' gradients stay None rather than zero-filled
+            # tensors: a kernel launch saved per statistic.
+            ctx.set_materialize_grads(False)
+            setup_context(ctx, inputs, output)
+
+        name = self.impl.__name__.title().replace("_", "")
+        self.function = type(name, (torch.autograd.Function,), {
+            "forward": staticmethod(self.impl),
+            "setup_context": staticmethod(setup),
+            "backward": staticmethod(make_backward(*(op.impl for op in backward_ops))),
+        })
+
+    def __call__(self, *args):
+        if _compiling():
+            return self.custom(*args)
+        if self.function is not None and torch.is_grad_enabled() and any(
+                isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            return self.function.apply(*args)
+        return self.impl(*args)
+
+
+def operator(qualname):
+    """Decorator: the implementation as an Operator named `qualname`."""
+    return lambda impl: Operator(qualname, impl)

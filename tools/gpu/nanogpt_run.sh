@@ -4,6 +4,8 @@
 #   build   the tkc kernels that tkc.ops uses, all at once (nvcc, one
 #           process per kernel file), so that training does not wait for
 #           them one by one
+#   host    tools/gpu/host_time.py: host time of one operator call, tkc.ops
+#           eager, through its custom_op, and PyTorch's
 #   check   tools/gpu/test_nanogpt.py: the tkc variant's loss and gradients
 #           against the PyTorch variant's, eager and compiled
 #   char    the char preset trained with tkc kernels and with PyTorch's
@@ -27,11 +29,11 @@
 # Logs and plots: $OUT/{build_*,check,char,bench}.log, $OUT/char/compare.{png,csv,json},
 # $OUT/bench/bench.{md,json}.
 #
-# Usage: tools/gpu/nanogpt_run.sh [--parts build,check,char,bench] [--steps N] [--batch B]
+# Usage: tools/gpu/nanogpt_run.sh [--parts build,host,check,char,bench] [--steps N] [--batch B]
 #          [--bench-batch B] [--seed S] [--budget SECONDS] [--dry-run]
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
-parts=build,check,char,bench steps=1000 batch=64 bench_batch=16 seed=1337 budget=560 dry=0
+parts=build,host,check,char,bench steps=1000 batch=64 bench_batch=16 seed=1337 budget=560 dry=0
 while (($#)); do
   case "$1" in
     --parts) parts=$2; shift ;;
@@ -47,9 +49,9 @@ while (($#)); do
 done
 final=${OUT:-build/nanogpt/gpu-out}
 has_part() { [[ ",$parts," == *",$1,"* ]]; }
-# The bench part needs about 3 minutes (torch.compile of the 124M model is
-# most of it); the char part gets what the build leaves before that.
-bench_reserve=190
+# The bench part needs about 5 minutes (torch.compile of the 124M model,
+# twice, is most of it); the char part gets what the build leaves before that.
+bench_reserve=330
 run() { # LOG SECONDS COMMAND...
   local log=$1 secs=$2
   shift 2
@@ -80,6 +82,11 @@ if has_part build; then
       status=1
     fi
   done
+fi
+
+if has_part host; then
+  run host.log 90 python3 tools/gpu/host_time.py || status=1
+  ((dry)) || grep "|" "$final/host.log"
 fi
 
 if has_part check; then

@@ -349,6 +349,79 @@ class LinearGelu(unittest.TestCase):
             self.assertLess(rel(g, r), 1e-2, name)
 
 
+class EagerAndTracedPaths(unittest.TestCase):
+    """Each tkc.ops operator runs eagerly as a direct call (autograd through
+    an autograd.Function) and, under torch.compile, as its custom_op: both
+    paths give the same values and gradients."""
+
+    @staticmethod
+    def graph_nodes(out):
+        seen, todo = set(), [out.grad_fn]
+        while todo:
+            node = todo.pop()
+            if node is not None and node not in seen:
+                seen.add(node)
+                todo.extend(n for n, _ in node.next_functions)
+        return {type(n).__name__ for n in seen}
+
+    def both_paths(self, op, public, custom, inputs, extra=()):
+        """Gradients of sum(out * g) through the eager path (`public`, whose
+        graph must hold op's autograd.Function) and through the custom_op's
+        registered autograd (`custom`)."""
+        leaves = [t.detach().requires_grad_() for t in inputs]
+        out = public(*leaves, *extra)
+        self.assertIn(op.function.__name__ + "Backward", self.graph_nodes(out))
+        g = torch.randn_like(out)
+        eager = (out, *torch.autograd.grad(out, leaves, g))
+        leaves = [t.detach().requires_grad_() for t in inputs]
+        out = custom(*leaves, *extra)
+        traced = (out, *torch.autograd.grad(out, leaves, g))
+        return eager, traced
+
+    def assert_same(self, eager, traced, what, tol=0.0):
+        for i, (a, b) in enumerate(zip(eager, traced)):
+            if tol == 0.0:
+                self.assertTrue(torch.equal(a, b), f"{what}: result {i}")
+            else:
+                self.assertLess(rel(a, b), tol, f"{what}: result {i}")
+
+    def test_norms_and_linear_gelu(self):
+        x = torch.randn(37, 768, device="cuda", dtype=torch.bfloat16)
+        w, bias = (torch.randn(768, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        self.assert_same(*self.both_paths(tkc.ops.layernorm_fwd, tkc.ops.layernorm,
+                                          lambda *a: torch.ops.tkc.layernorm(*a)[0], (x, w, bias)), "layernorm")
+        self.assert_same(*self.both_paths(tkc.ops.rms_norm_fwd, tkc.ops.rms_norm,
+                                          lambda *a: torch.ops.tkc.rms_norm(*a)[0], (x, w)), "rms_norm")
+        lx, lw, lb = linear_inputs(37, 256, 768)
+        self.assert_same(*self.both_paths(tkc.ops.linear_gelu_fwd, tkc.ops.linear_gelu,
+                                          lambda x, w, b: torch.ops.tkc.linear_gelu(x, w, b, 1)[0], (lx, lw, lb)),
+                         "linear_gelu")
+
+    def test_attention(self):
+        # dQ sums over key blocks in whatever order they finish: not bitwise.
+        q, k, v = attention_inputs()
+        self.assert_same(*self.both_paths(tkc.ops.attention_fwd, tkc.ops.attention,
+                                          lambda *a: torch.ops.tkc.attention_fwd(*a, 0)[0], (q, k, v)),
+                         "attention", tol=1e-5)
+
+    def test_cross_entropy(self):
+        x = (4 * torch.randn(37, 1000, device="cuda")).to(torch.bfloat16)
+        t = torch.randint(0, 1000, (37,), device="cuda", dtype=torch.int32)
+
+        def custom(x):
+            loss, _ = torch.ops.tkc.cross_entropy(x, t)
+            return loss.sum() / 37
+
+        self.assert_same(*self.both_paths(tkc.ops.cross_entropy_fwd, lambda x: tkc.ops.cross_entropy(x, t), custom,
+                                          (x,)), "cross_entropy")
+
+    def test_no_grad_calls_build_no_graph(self):
+        x = torch.randn(4, 768, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        w, bias = (torch.randn(768, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        with torch.no_grad():
+            self.assertIsNone(tkc.ops.layernorm(x, w, bias).grad_fn)
+
+
 class Bench(unittest.TestCase):
     def test_interleaved_timer(self):
         x = torch.randn(1 << 20, device="cuda")

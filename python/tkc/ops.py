@@ -39,10 +39,27 @@ def library(stem):
 # --- attention -------------------------------------------------------------------
 
 
+def _vector_rows(x):
+    """x, or a contiguous copy of it where the kernels' 16-byte vector loads
+    could not read it in place (their launchers take any strides that keep
+    the rows 16-byte aligned)."""
+    aligned = x.stride(-1) == 1 and x.storage_offset() % 8 == 0 and all(s % 8 == 0 for s in x.stride()[:-1])
+    return x if aligned else x.contiguous()
+
+
+def _heads_interleaved(q):
+    """An output like q [B, H, N, D] laid out as [B, N, H, D], so that
+    o.transpose(1, 2).reshape(B, N, H * D), the heads side by side as the
+    next projection reads them, is a view rather than a copy."""
+    b, h, n, d = q.shape
+    return q.new_empty((b, n, h, d)).transpose(1, 2)
+
+
 @operator("tkc::attention_fwd")
 def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """O = softmax(Q K^T / sqrt(D)) V and the rows' log-sum-exp L (f32)."""
-    o = torch.empty_like(q, memory_format=torch.contiguous_format)
+    """O = softmax(Q K^T / sqrt(D)) V (heads interleaved in memory, see
+    _heads_interleaved) and the rows' log-sum-exp L (f32)."""
+    o = _heads_interleaved(q)
     lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
     library("attention_fwd").attn_fwd(q, k, v, o, lse, causal)
     return o, lse
@@ -50,7 +67,7 @@ def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int
 
 @attention_fwd.register_fake
 def _(q, k, v, causal):
-    return torch.empty_like(q, memory_format=torch.contiguous_format), q.new_empty(q.shape[:-1], dtype=torch.float32)
+    return _heads_interleaved(q), q.new_empty(q.shape[:-1], dtype=torch.float32)
 
 
 @operator("tkc::attention_bwd")
@@ -83,7 +100,7 @@ def _attention_setup(ctx, inputs, output):
 def _attention_backward(bwd):
     def backward(ctx, do, dlse):
         q, k, v, o, lse = ctx.saved_tensors
-        dq, dk, dv = bwd(q, k, v, o, do.contiguous(), lse, ctx.causal)
+        dq, dk, dv = bwd(q, k, v, o, _vector_rows(do), lse, ctx.causal)
         return dq, dk, dv, None
     return backward
 
@@ -93,8 +110,10 @@ attention_fwd.differentiable(_attention_setup, _attention_backward, attention_bw
 
 def attention(q, k, v, causal=False):
     """softmax(q k^T / sqrt(D)) v over [B, H, N, D] bf16 tensors (D = 64 or
-    128), optionally causal; differentiable in q, k and v."""
-    q, k, v = (x if x.stride(-1) == 1 else x.contiguous() for x in (q, k, v))
+    128), optionally causal; differentiable in q, k and v. The inputs may
+    be strided views (heads split from one projection's output); the
+    output's memory holds the heads side by side ([B, N, H, D])."""
+    q, k, v = (_vector_rows(x) for x in (q, k, v))
     return attention_fwd(q, k, v, int(bool(causal)))[0]
 
 

@@ -5,6 +5,7 @@
     tkc.ops.rms_norm(x, weight)                # [..., D] bf16, D in {384, 768, 1024, 2048, 4096}; autograd at D <= 1024
     tkc.ops.cross_entropy(logits, targets)     # [..., V] bf16, any V; mean over targets != ignore_index; autograd
     tkc.ops.linear_gelu(x, weight, bias)       # gelu(x @ weight^T + bias), [..., K] bf16, K and N % 8 == 0; with autograd
+    tkc.ops.swiglu(x, w_gate, w_up)            # silu(x @ w_gate^T) * (x @ w_up^T), bf16, K and N % 8 == 0; forward only
 
 The kernels are built on first use (tkc.load). Their sources are found in
 $TKC_KERNEL_DIR or the checkout's examples/.
@@ -429,3 +430,34 @@ def linear_gelu(x, weight, bias, approximate="tanh"):
         raise ValueError(f"approximate must be 'tanh' or 'none', not {approximate!r}")
     y, _ = linear_gelu_fwd(_rows_2d(x), weight.contiguous(), bias.contiguous(), _GELU_APPROXIMATIONS[approximate])
     return y.reshape(*x.shape[:-1], weight.shape[0])
+
+
+# --- SwiGLU ------------------------------------------------------------------------
+#
+# Forward only (inference): one kernel runs both products and applies the
+# gate where the accumulators lie; training would also need the two
+# pre-activations, which this kernel does not write.
+
+
+@operator("tkc::swiglu")
+def swiglu_fwd(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    """Y = silu(X Wg^T) * (X Wu^T) for a 2-d X, bf16."""
+    y = x.new_empty((x.shape[0], w_gate.shape[0]))
+    library("swiglu").swiglu(x, w_gate, w_up, y)
+    return y
+
+
+@swiglu_fwd.register_fake
+def _(x, w_gate, w_up):
+    return x.new_empty((x.shape[0], w_gate.shape[0]))
+
+
+def swiglu(x, w_gate, w_up):
+    """silu(x @ w_gate^T) * (x @ w_up^T), a gated MLP's first layer: x [..., K],
+    w_gate and w_up [N, K] (linear layers' [out, in] weights), all bf16, K
+    and N multiples of 8. Forward only: it raises on inputs that require
+    gradients."""
+    if w_gate.shape != w_up.shape:
+        raise ValueError(f"w_gate {tuple(w_gate.shape)} and w_up {tuple(w_up.shape)} differ in shape")
+    y = swiglu_fwd(_rows_2d(x), w_gate.contiguous(), w_up.contiguous())
+    return y.reshape(*x.shape[:-1], w_gate.shape[0])

@@ -138,6 +138,7 @@ class Operator:
     `differentiable` complete it."""
 
     def __init__(self, qualname, impl):
+        self.qualname = qualname
         self.impl = impl
         self.custom = torch.library.custom_op(qualname, impl, mutates_args=(), device_types="cuda")
         self.function = None
@@ -172,8 +173,10 @@ class Operator:
     def __call__(self, *args):
         if _compiling():
             return self.custom(*args)
-        if self.function is not None and torch.is_grad_enabled() and any(
-                isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            if self.function is None:
+                raise RuntimeError(f"{self.qualname} has no backward: call it on tensors that do not require "
+                                   f"gradients, or under torch.no_grad()")
             return self.function.apply(*args)
         return self.impl(*args)
 

@@ -349,6 +349,31 @@ class LinearGelu(unittest.TestCase):
             self.assertLess(rel(g, r), 1e-2, name)
 
 
+class SwiGLU(unittest.TestCase):
+    def test_matches_float64(self):
+        for rows, n, k in [(1, 8, 8), (129, 264, 200), (3 * 333, 1000, 520)]:
+            x, wg, _ = linear_inputs(rows, n, k)
+            wu = (torch.randn(n, k, device="cuda") / math.sqrt(k)).to(torch.bfloat16)
+            ref = F.silu(x.double() @ wg.double().t()) * (x.double() @ wu.double().t())
+            y = tkc.ops.swiglu(x.reshape(1, rows, k), wg, wu)
+            self.assertEqual(y.shape, (1, rows, n))
+            self.assertLess(rel(y.reshape(rows, n), ref), 1e-2, (rows, n, k))
+
+    def test_opcheck_and_compile(self):
+        x, wg, wu = linear_inputs(37, 64, 128)[:2] + [linear_inputs(1, 64, 128)[1]]
+        torch.library.opcheck(torch.ops.tkc.swiglu.default, (x, wg, wu))
+        torch._dynamo.reset()
+        compiled = torch.compile(lambda x: tkc.ops.swiglu(x * 2, wg, wu), fullgraph=True)
+        self.assertLess(rel(compiled(x), tkc.ops.swiglu(x * 2, wg, wu)), 1e-3)
+
+    def test_refuses_to_train(self):
+        x, wg, wu = linear_inputs(8, 64, 64, requires_grad=True)[:2] + [linear_inputs(1, 64, 64)[1]]
+        with self.assertRaisesRegex(RuntimeError, "no backward"):
+            tkc.ops.swiglu(x, wg, wu)
+        with torch.no_grad():
+            self.assertEqual(tkc.ops.swiglu(x, wg, wu).shape, (8, 64))
+
+
 class EagerAndTracedPaths(unittest.TestCase):
     """Each tkc.ops operator runs eagerly as a direct call (autograd through
     an autograd.Function) and, under torch.compile, as its custom_op: both

@@ -3,6 +3,7 @@
     tkc.ops.attention(q, k, v, causal=False)   # [B, H, N, D] bf16, D in {64, 128}; with autograd
     tkc.ops.layernorm(x, weight, bias)         # [..., D] bf16, D in {384, 768, 1024, 2048, 4096}; autograd at D <= 1024
     tkc.ops.rms_norm(x, weight)                # [..., D] bf16, D in {384, 768, 1024, 2048, 4096}; autograd at D <= 1024
+    tkc.ops.add_layernorm(x, y, weight, bias)  # (x + y, layernorm(x + y)), bf16, D as layernorm's; autograd at D <= 1024
     tkc.ops.cross_entropy(logits, targets)     # [..., V] bf16, any V; mean over targets != ignore_index; autograd
     tkc.ops.linear_gelu(x, weight, bias)       # gelu(x @ weight^T + bias), [..., K] bf16, K and N % 8 == 0; with autograd
     tkc.ops.swiglu(x, w_gate, w_up)            # silu(x @ w_gate^T) * (x @ w_up^T), bf16, K and N % 8 == 0; forward only
@@ -19,7 +20,7 @@ import torch
 from . import load
 from ._build import SOURCE_ROOT
 from .errors import TkcError
-from .torch import operator
+from .torch import _compiling, operator
 
 _libraries = {}
 
@@ -44,7 +45,11 @@ def _vector_rows(x):
     """x, or a contiguous copy of it where the kernels' 16-byte vector loads
     could not read it in place (their launchers take any strides that keep
     the rows 16-byte aligned)."""
-    aligned = x.stride(-1) == 1 and x.storage_offset() % 8 == 0 and all(s % 8 == 0 for s in x.stride()[:-1])
+    if x.stride(-1) != 1:
+        return x.contiguous()
+    if _compiling():  # the compiled graph picks its own layouts
+        return x
+    aligned = x.storage_offset() % 8 == 0 and all(s % 8 == 0 for s in x.stride()[:-1])
     return x if aligned else x.contiguous()
 
 
@@ -199,6 +204,85 @@ def layernorm(x, weight, bias, eps=1e-5):
     if eps != 1e-5:
         raise ValueError("the layernorm kernel is compiled with eps = 1e-5")
     return layernorm_fwd(_rows_2d(x), weight, bias)[0].reshape(x.shape)
+
+
+@operator("tkc::add_layernorm")
+def add_layernorm_fwd(x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor,
+                      bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """S = X + Y (bf16) and Out = layernorm(S) * W + Bias over the last dim
+    of 2-d X and Y, with S's mean and rstd (f32): one pass
+    (residual_layernorm.tk)."""
+    s, out = torch.empty_like(x, memory_format=torch.contiguous_format), torch.empty_like(x)
+    mean = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
+    rstd = torch.empty_like(mean)
+    library("residual_layernorm").residual_layernorm(x, y, weight, bias, s, out, mean, rstd)
+    return s, out, mean, rstd
+
+
+@add_layernorm_fwd.register_fake
+def _(x, y, weight, bias):
+    stats = x.new_empty(x.shape[:1], dtype=torch.float32)
+    return (torch.empty_like(x, memory_format=torch.contiguous_format),
+            torch.empty_like(x, memory_format=torch.contiguous_format), stats, torch.empty_like(stats))
+
+
+@operator("tkc::add_layernorm_bwd")
+def add_layernorm_bwd(dout: torch.Tensor, ds_in: torch.Tensor, s: torch.Tensor, weight: torch.Tensor,
+                      mean: torch.Tensor, rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dS (= dX = dY: the gradient reaching S from later layers plus the
+    norm's), dW and dBias (f32): two kernels."""
+    lib = library("residual_layernorm")
+    ds = torch.empty_like(s, memory_format=torch.contiguous_format)
+    dwp, dbp = _partials(s), _partials(s)
+    dw = torch.empty(s.shape[1], dtype=torch.float32, device=s.device)
+    db = torch.empty_like(dw)
+    lib.residual_layernorm_bwd(dout, ds_in, s, weight, mean, rstd, ds, dwp, dbp)
+    lib.residual_layernorm_bwd_dwdb(dwp, dbp, dw, db)
+    return ds, dw, db
+
+
+@add_layernorm_bwd.register_fake
+def _(dout, ds_in, s, weight, mean, rstd):
+    dw = s.new_empty(s.shape[1:], dtype=torch.float32)
+    return torch.empty_like(s, memory_format=torch.contiguous_format), dw, torch.empty_like(dw)
+
+
+def _add_layernorm_setup(ctx, inputs, output):
+    _, _, weight, bias = inputs
+    s, _, mean, rstd = output
+    ctx.save_for_backward(s, weight, mean, rstd)
+    ctx.dtypes = (weight.dtype, bias.dtype)
+
+
+def _add_layernorm_backward(bwd, norm_bwd):
+    def backward(ctx, ds_in, dout, dmean, drstd):
+        s, weight, mean, rstd = ctx.saved_tensors
+        if dout is None:  # only S is used further
+            return ds_in, ds_in, None, None
+        if ds_in is None:  # S is used by the norm alone
+            ds, dw, db = norm_bwd(dout.contiguous(), s, weight, mean, rstd)
+        else:
+            ds, dw, db = bwd(dout.contiguous(), ds_in.contiguous(), s, weight, mean, rstd)
+        return ds, ds, dw.to(ctx.dtypes[0]), db.to(ctx.dtypes[1])
+    return backward
+
+
+add_layernorm_fwd.differentiable(_add_layernorm_setup, _add_layernorm_backward, add_layernorm_bwd, layernorm_bwd)
+
+
+def add_layernorm(x, y, weight, bias, eps=1e-5):
+    """(s, layernorm(s)) with s = x + y, a pre-LN transformer's residual add
+    and the norm after it in one pass: x and y [..., D] bf16 (D as
+    layernorm's), s rounded to bf16 before its statistics, as torch's
+    `layer_norm(x + y)` on bf16 tensors rounds it. Differentiable in x, y,
+    weight and bias where the backward kernels are built (D in {384, 768,
+    1024})."""
+    if eps != 1e-5:
+        raise ValueError("the residual_layernorm kernel is compiled with eps = 1e-5")
+    if x.shape != y.shape:
+        raise ValueError(f"x {tuple(x.shape)} and y {tuple(y.shape)} differ in shape")
+    s, out, _, _ = add_layernorm_fwd(_rows_2d(x), _rows_2d(y), weight, bias)
+    return s.reshape(x.shape), out.reshape(x.shape)
 
 
 @operator("tkc::rms_norm")

@@ -26,9 +26,10 @@ struct RegisterPeak {
 /// Counts, between every two ops, the registers of the values defined
 /// before and used after (a loop's body also holds what the loop reads from
 /// around it), and returns the largest count. Results of element-by-element
-/// ops count for nothing, since ptxas fuses them with their readers, and
-/// temporaries, addresses and indices are left out: the count is a lower
-/// bound of what ptxas needs.
+/// ops, which ptxas fuses with their readers, count only where they must be
+/// held whole: between a reduction (or product) of them and a later reader
+/// of both (a softmax's row and its maximum). Temporaries, addresses and
+/// indices are left out: the count is a lower bound of what ptxas needs.
 RegisterPeak peakLiveRegisters(const Kernel &kernel);
 
 /// Where `v` comes from in the source: for a loop's carried value (a body

@@ -114,42 +114,59 @@ def _attn_sizes(ns, ds=(64, 128), causals=(0, 1), tokens=16384, hd=2048):
     return [dict(B=tokens // n, H=hd // d, N=n, D=d, causal=c) for d in ds for c in causals for n in ns]
 
 
-class AttnFwd(Workload):
+class Attention(Workload):
+    """What the attention forward and backward share: sizes [B, H, N, D]
+    with a `causal` flag, scores and their plots."""
+    const_names = ["causal"]
+    peer_names = ["cuDNN", "flash"]
+    bench_sizes = _attn_sizes((1024, 2048, 4096, 8192, 16384))
+    quick_sizes = _attn_sizes((4096,))
+    argcheck_size = dict(B=1, H=2, N=128, D=64, causal=0)
+    plot_xlabel = "N (B*N = 16384, H*D = 2048)"
+
+    def label(self, s):
+        return f"B{s['B']} H{s['H']} N{s['N']} D{s['D']} {'causal' if s['causal'] else 'full'}"
+
+    def _scores(self, q, k, s):
+        """Q K^T / sqrt(D), -inf above the diagonal when causal."""
+        import torch
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(s["D"])
+        if s["causal"]:
+            n = s["N"]
+            mask = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
+            scores = scores.masked_fill(mask, float("-inf"))
+        return scores
+
+    def plot_group(self, s):
+        return f"{self.name} D={s['D']} {'causal' if s['causal'] else 'full'}"
+
+    def plot_x(self, s):
+        return s["N"]
+
+
+class AttnFwd(Attention):
     name = "attn_fwd"
     stem = "attention_fwd"
     params = [Param("Q", "bf16"), Param("K", "bf16"), Param("V", "bf16"),
               Param("O", "bf16", output=True), Param("L", "f32", output=True)]
-    const_names = ["causal"]
     main_output = "O"
-    peer_names = ["cuDNN", "flash"]
     tolerances = {"O": 1e-2, "L": 1e-3}
     # The last sizes give a persistent kernel's blocks some ten tiles each
     # (tiles outnumber the H200's 132 multiprocessors), where the consumer
     # warpgroups' turns run on from tile to tile; the others, one each.
     check_sizes = ([dict(B=2, H=3, N=n, D=d, causal=c) for d in (64, 128) for c in (0, 1) for n in (128, 150, 1000, 1024, 4000)]
                    + [dict(B=8, H=32, N=1000, D=d, causal=c) for d in (64, 128) for c in (0, 1)])
-    bench_sizes = _attn_sizes((1024, 2048, 4096, 8192, 16384))
-    quick_sizes = _attn_sizes((4096,))
-    argcheck_size = dict(B=1, H=2, N=128, D=64, causal=0)
     extra_arg_cases = [("unsupported D=96", dict(B=1, H=2, N=128, D=96, causal=0), {}, 5),
                        ("K with other N", dict(B=1, H=2, N=128, D=64, causal=0), {"K": (1, 2, 136, 64)}, 2)]
-    plot_xlabel = "N (B*N = 16384, H*D = 2048)"
 
     def shapes(self, s):
         b, h, n, d = s["B"], s["H"], s["N"], s["D"]
         return {"Q": (b, h, n, d), "K": (b, h, n, d), "V": (b, h, n, d), "O": (b, h, n, d), "L": (b, h, n)}
 
-    def label(self, s):
-        return f"B{s['B']} H{s['H']} N{s['N']} D{s['D']} {'causal' if s['causal'] else 'full'}"
-
     def reference(self, inp, s):
         import torch
         q, k, v = (inp[x].double() for x in "QKV")
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(s["D"])
-        if s["causal"]:
-            n = s["N"]
-            mask = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
-            scores = scores.masked_fill(mask, float("-inf"))
+        scores = self._scores(q, k, s)
         lse = torch.logsumexp(scores, dim=-1)
         p = torch.exp(scores - lse.unsqueeze(-1))
         return {"O": p @ v, "L": lse}
@@ -172,17 +189,11 @@ class AttnFwd(Workload):
         f = 4.0 * s["B"] * s["H"] * s["N"] * s["N"] * s["D"]
         return f / 2 if s["causal"] else f
 
-    def plot_group(self, s):
-        return f"attn_fwd D={s['D']} {'causal' if s['causal'] else 'full'}"
-
-    def plot_x(self, s):
-        return s["N"]
-
 
 # --- attention backward ---------------------------------------------------------------
 
 
-class AttnBwd(Workload):
+class AttnBwd(Attention):
     """Three launchers of attention_bwd.tk in a row: Delta = rowsum(dO * O),
     then dK/dV (a block per key tile), then dQ (a block per query tile).
     dQacc is the f32 buffer in which the sm_80 code adds dQ up."""
@@ -192,18 +203,12 @@ class AttnBwd(Workload):
               Param("dO", "bf16"), Param("L", "f32"), Param("Delta", "f32", output=True),
               Param("dQ", "bf16", output=True), Param("dK", "bf16", output=True), Param("dV", "bf16", output=True),
               Param("dQacc", "f32", output=True, scratch=True)]
-    const_names = ["causal"]
     main_output = "dQ"
-    peer_names = ["cuDNN", "flash"]
     tolerances = {"Delta": 1e-2, "dQ": 1e-2, "dK": 1e-2, "dV": 1e-2}
     # The last sizes give the persistent dK/dV kernel's blocks several tiles.
     check_sizes = ([dict(B=2, H=3, N=n, D=d, causal=c) for d in (64, 128) for c in (0, 1) for n in (128, 150, 1000)]
                    + [dict(B=8, H=32, N=1000, D=d, causal=c) for d in (64, 128) for c in (0, 1)])
-    bench_sizes = _attn_sizes((1024, 2048, 4096, 8192, 16384))
-    quick_sizes = _attn_sizes((4096,))
-    argcheck_size = dict(B=1, H=2, N=128, D=64, causal=0)
     extra_arg_cases = [("unsupported D=96", dict(B=1, H=2, N=128, D=96, causal=0), {}, 5)]
-    plot_xlabel = "N (B*N = 16384, H*D = 2048)"
 
     steps = [("attn_bwd_delta", ["O", "dO", "Delta", "dQacc"], []),
              ("attn_bwd_dkdv", ["Q", "K", "V", "dO", "L", "Delta", "dK", "dV", "dQacc"], [0]),
@@ -213,18 +218,6 @@ class AttnBwd(Workload):
         b, h, n, d = s["B"], s["H"], s["N"], s["D"]
         big = {x: (b, h, n, d) for x in ("Q", "K", "V", "O", "dO", "dQ", "dK", "dV", "dQacc")}
         return {**big, "L": (b, h, n), "Delta": (b, h, n)}
-
-    def label(self, s):
-        return f"B{s['B']} H{s['H']} N{s['N']} D{s['D']} {'causal' if s['causal'] else 'full'}"
-
-    def _scores(self, q, k, s):
-        import torch
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(s["D"])
-        if s["causal"]:
-            n = s["N"]
-            mask = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
-            scores = scores.masked_fill(mask, float("-inf"))
-        return scores
 
     def make_inputs(self, size, device="cuda"):
         """Fresh Q, K, V, dO; O and L from a forward over them (float64 for
@@ -269,12 +262,6 @@ class AttnBwd(Workload):
     def work(self, s):
         f = 2.5 * 4.0 * s["B"] * s["H"] * s["N"] * s["N"] * s["D"]
         return f / 2 if s["causal"] else f
-
-    def plot_group(self, s):
-        return f"attn_bwd D={s['D']} {'causal' if s['causal'] else 'full'}"
-
-    def plot_x(self, s):
-        return s["N"]
 
 
 # --- linear layer with GELU -------------------------------------------------------------

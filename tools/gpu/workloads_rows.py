@@ -3,10 +3,29 @@ RMS norm and rotary embedding, forward and backward."""
 
 from workload_base import Param, Workload
 
+
+class Rows(Workload):
+    """A kernel over R rows of D elements (GB/s); the forward ones are
+    checked at every D they are specialised to and plotted against D."""
+    unit = "GB/s"
+    # 384 (chunks of 4 a lane) and 768: the widths of small GPT models.
+    check_sizes = [dict(R=r, D=d) for d in (384, 768, 1024, 2048, 4096) for r in (1, 37, 1000, 4099)]
+    bench_sizes = [dict(R=32768, D=d) for d in (1024, 2048, 4096)]
+    quick_sizes = [dict(R=32768, D=4096)]
+    argcheck_size = dict(R=4, D=1024)
+    plot_xlabel = "D (R = 32768)"
+
+    def label(self, s):
+        return f"R{s['R']} D{s['D']}"
+
+    def plot_x(self, s):
+        return s["D"]
+
+
 # --- layernorm --------------------------------------------------------------------------
 
 
-class LayerNorm(Workload):
+class LayerNorm(Rows):
     """Y = (X - mean) * rstd * W + Bias with rstd = rsqrt(var + eps) per row;
     the kernel also writes Mean and Rstd (f32) for the backward."""
     name = "layernorm"
@@ -15,14 +34,11 @@ class LayerNorm(Workload):
               Param("Mean", "f32", output=True), Param("Rstd", "f32", output=True)]
     main_output = "Y"
     peer_names = ["torch"]
-    unit = "GB/s"
     eps = 1e-5
     tolerances = {"Y": 1e-2, "Mean": 1e-5, "Rstd": 1e-5}
-    # 384 (chunks of 4 a lane) and 768: the widths of small GPT models.
     check_sizes = [dict(R=r, D=d) for d in (384, 768, 1024, 2048, 4096) for r in (4, 37, 1000, 4099)]
     bench_sizes = [dict(R=65536, D=d) for d in (1024, 2048, 4096)]
     quick_sizes = [dict(R=65536, D=d) for d in (1024, 4096)]
-    argcheck_size = dict(R=4, D=1024)
     extra_arg_cases = [("unsupported D=512", dict(R=4, D=512), {}, 5),
                        ("W with other D", dict(R=4, D=1024), {"W": (1032,)}, 2),
                        ("Rstd with other R", dict(R=4, D=1024), {"Rstd": (8,)}, 2)]
@@ -31,9 +47,6 @@ class LayerNorm(Workload):
     def shapes(self, s):
         r, d = s["R"], s["D"]
         return {"X": (r, d), "W": (d,), "Bias": (d,), "Y": (r, d), "Mean": (r,), "Rstd": (r,)}
-
-    def label(self, s):
-        return f"R{s['R']} D{s['D']}"
 
     def reference(self, inp, s):
         x = inp["X"].double()
@@ -53,59 +66,78 @@ class LayerNorm(Workload):
         # read X + write Y + W + Bias (bf16), Mean and Rstd (f32)
         return 2.0 * (2 * s["R"] * s["D"] + 2 * s["D"]) + 8.0 * s["R"]
 
+
+class NormBwd(Rows):
+    """A norm's backward as two launchers: NAME_bwd (dX, and the partial
+    column sums of the weight gradients over each block's 32 rows into f32
+    buffers, a row a block), then a kernel that sums the partials. The
+    norms differ in the f32 statistics per row they read and the f32
+    gradients per column they write."""
+    row_stats = ()   # f32 [R] inputs from the forward
+    col_grads = ()   # f32 [D] outputs
+    partials = ()    # f32 scratch [cdiv(R, 32), D], one per gradient
+    main_output = "dX"
+    rows_per_block = 32  # the backward kernel's rows a block, one row of the partials each
+    # D up to 1024: at 2048 a thread's share of dY, Xhat and the gradients' sums spills.
+    check_sizes = ([dict(R=r, D=1024) for r in (1, 37, 1000, 4099, 70000)] +
+                   [dict(R=r, D=d) for d in (384, 768) for r in (1, 37, 4099)])
+    bench_sizes = [dict(R=r, D=1024) for r in (32768, 65536)]
+    quick_sizes = [dict(R=65536, D=1024)]
+    plot_xlabel = "R (D = 1024)"
+
+    def shapes(self, s):
+        r, d = s["R"], s["D"]
+        p = -(-r // self.rows_per_block)
+        return {"dY": (r, d), "X": (r, d), "W": (d,), **{n: (r,) for n in self.row_stats}, "dX": (r, d),
+                **{n: (d,) for n in self.col_grads}, **{n: (p, d) for n in self.partials}}
+
+    def make_inputs(self, size, device="cuda"):
+        """Fresh dY, X, W; the statistics as the forward computes them (f32, from X)."""
+        import torch
+        sh = self.shapes(size)
+        inp = {x: torch.randn(sh[x], device=device, dtype=torch.bfloat16) for x in ("dY", "X", "W")}
+        inp.update(self.stats_of(inp["X"].float()))
+        return inp
+
+    def stats_of(self, x):
+        """{name: f32 [R] contiguous tensor} of each of row_stats, from f32 X."""
+        raise NotImplementedError
+
+    def work(self, s):
+        r, d = s["R"], s["D"]
+        # dY, X read and dX written (bf16), W and the statistics read, the
+        # gradients written; the partials (written and read back) are not counted.
+        return 2.0 * 3 * r * d + 2.0 * d + 4.0 * len(self.row_stats) * r + 4.0 * len(self.col_grads) * d
+
     def plot_x(self, s):
-        return s["D"]
+        return s["R"]
 
 
-class LayerNormBwd(Workload):
+class LayerNormBwd(NormBwd):
     """Two launchers of layernorm.tk: layernorm_bwd (dX, and the partial sums
-    of dW and dBias over each block's 32 rows into the f32 buffers dWp and
-    dBp), then layernorm_bwd_dwdb (dW, dBias = the column sums of the
-    partials)."""
+    of dW and dBias into dWp and dBp), then layernorm_bwd_dwdb (dW, dBias =
+    the column sums of the partials)."""
     name = "layernorm_bwd"
     stem = "layernorm"
     params = [Param("dY", "bf16"), Param("X", "bf16"), Param("W", "bf16"), Param("Mean", "f32"),
               Param("Rstd", "f32"), Param("dX", "bf16", output=True), Param("dW", "f32", output=True),
               Param("dBias", "f32", output=True), Param("dWp", "f32", output=True, scratch=True),
               Param("dBp", "f32", output=True, scratch=True)]
-    main_output = "dX"
+    row_stats, col_grads, partials = ("Mean", "Rstd"), ("dW", "dBias"), ("dWp", "dBp")
     peer_names = ["torch"]
-    unit = "GB/s"
     eps = 1e-5
-    rows_per_block = 32  # layernorm_bwd's rows a block, one row of dWp and dBp each
     tolerances = {"dX": 1e-2, "dW": 1e-4, "dBias": 1e-4}
-    # D up to 1024: a thread holds D / 32 elements of dY, Xhat and both sums.
-    check_sizes = ([dict(R=r, D=1024) for r in (1, 37, 1000, 4099, 70000)] +
-                   [dict(R=r, D=d) for d in (384, 768) for r in (1, 37, 4099)])
-    bench_sizes = [dict(R=r, D=1024) for r in (32768, 65536)]
-    quick_sizes = [dict(R=65536, D=1024)]
-    argcheck_size = dict(R=4, D=1024)
     extra_arg_cases = [("unsupported D=2048", dict(R=4, D=2048), {}, 5),
                        ("Mean with other R", dict(R=4, D=1024), {"Mean": (8,)}, 2)]
-    plot_xlabel = "R (D = 1024)"
 
     steps = [("layernorm_bwd", ["dY", "X", "W", "Mean", "Rstd", "dX", "dWp", "dBp"], []),
              ("layernorm_bwd_dwdb", ["dWp", "dBp", "dW", "dBias"], [])]
 
-    def shapes(self, s):
-        r, d = s["R"], s["D"]
-        p = -(-r // self.rows_per_block)
-        return {"dY": (r, d), "X": (r, d), "W": (d,), "Mean": (r,), "Rstd": (r,), "dX": (r, d), "dW": (d,),
-                "dBias": (d,), "dWp": (p, d), "dBp": (p, d)}
-
-    def label(self, s):
-        return f"R{s['R']} D{s['D']}"
-
-    def make_inputs(self, size, device="cuda"):
-        """Fresh dY, X, W; Mean and Rstd as the forward computes them (f32, from X)."""
+    def stats_of(self, x):
         import torch
-        sh = self.shapes(size)
-        inp = {x: torch.randn(sh[x], device=device, dtype=torch.bfloat16) for x in ("dY", "X", "W")}
-        x = inp["X"].float()
         mean = x.mean(-1)
-        inp["Mean"] = mean.contiguous()
-        inp["Rstd"] = torch.rsqrt((x - mean[:, None]).pow(2).mean(-1) + self.eps).contiguous()
-        return inp
+        return {"Mean": mean.contiguous(),
+                "Rstd": torch.rsqrt((x - mean[:, None]).pow(2).mean(-1) + self.eps).contiguous()}
 
     def reference(self, inp, s):
         import torch
@@ -122,15 +154,6 @@ class LayerNormBwd(Workload):
         d, eps = s["D"], self.eps
         return {"torch": self.backward_peer("torch", lambda inp: (inp["X"], inp["W"], torch.zeros_like(inp["W"])),
                                             lambda x, w, b: F.layer_norm(x, (d,), w, b, eps), "dY")}
-
-    def work(self, s):
-        r, d = s["R"], s["D"]
-        # dY, X read and dX written (bf16), W, Mean and Rstd read, dW and
-        # dBias written; the partials (written and read back) are not counted.
-        return 2.0 * 3 * r * d + 2.0 * d + 8.0 * r + 8.0 * d
-
-    def plot_x(self, s):
-        return s["R"]
 
 
 class BiasGrad(Workload):
@@ -179,28 +202,18 @@ class BiasGrad(Workload):
 # --- softmax, RMS norm, rotary embedding (memory-bound rows) --------------------------------
 
 
-class Softmax(Workload):
+class Softmax(Rows):
     name = "softmax"
     stem = "softmax"
     params = [Param("X", "bf16"), Param("Y", "bf16", output=True)]
     main_output = "Y"
     peer_names = ["torch"]
-    unit = "GB/s"
     tolerances = {"Y": 1e-2}
-    # 384 (chunks of 4 a lane) and 768: the widths of small GPT models.
-    check_sizes = [dict(R=r, D=d) for d in (384, 768, 1024, 2048, 4096) for r in (1, 37, 1000, 4099)]
-    bench_sizes = [dict(R=32768, D=d) for d in (1024, 2048, 4096)]
-    quick_sizes = [dict(R=32768, D=4096)]
-    argcheck_size = dict(R=4, D=1024)
     extra_arg_cases = [("unsupported D=512", dict(R=4, D=512), {}, 5),
                        ("Y with other R", dict(R=4, D=1024), {"Y": (8, 1024)}, 2)]
-    plot_xlabel = "D (R = 32768)"
 
     def shapes(self, s):
         return {"X": (s["R"], s["D"]), "Y": (s["R"], s["D"])}
-
-    def label(self, s):
-        return f"R{s['R']} D{s['D']}"
 
     def make_inputs(self, size, device="cuda"):
         import torch
@@ -218,11 +231,8 @@ class Softmax(Workload):
     def work(self, s):
         return 2.0 * 2 * s["R"] * s["D"]  # read X, write Y (bf16)
 
-    def plot_x(self, s):
-        return s["D"]
 
-
-class RmsNorm(Workload):
+class RmsNorm(Rows):
     """Y = X * rstd * W with rstd = rsqrt(mean(X^2) + eps) per row, which the
     kernel also writes (f32) for the backward."""
     name = "rmsnorm"
@@ -230,25 +240,15 @@ class RmsNorm(Workload):
     params = [Param("X", "bf16"), Param("W", "bf16"), Param("Y", "bf16", output=True), Param("Rstd", "f32", output=True)]
     main_output = "Y"
     peer_names = ["rms_norm", "eager"]
-    unit = "GB/s"
     eps = 1e-6
     tolerances = {"Y": 1e-2, "Rstd": 1e-5}
-    # 384 (chunks of 4 a lane) and 768: the widths of small GPT models.
-    check_sizes = [dict(R=r, D=d) for d in (384, 768, 1024, 2048, 4096) for r in (1, 37, 1000, 4099)]
-    bench_sizes = [dict(R=32768, D=d) for d in (1024, 2048, 4096)]
-    quick_sizes = [dict(R=32768, D=4096)]
-    argcheck_size = dict(R=4, D=1024)
     extra_arg_cases = [("unsupported D=512", dict(R=4, D=512), {}, 5),
                        ("W with other D", dict(R=4, D=1024), {"W": (1032,)}, 2),
                        ("Rstd with other R", dict(R=4, D=1024), {"Rstd": (8,)}, 2)]
-    plot_xlabel = "D (R = 32768)"
 
     def shapes(self, s):
         r, d = s["R"], s["D"]
         return {"X": (r, d), "W": (d,), "Y": (r, d), "Rstd": (r,)}
-
-    def label(self, s):
-        return f"R{s['R']} D{s['D']}"
 
     def reference(self, inp, s):
         x = inp["X"].double()
@@ -270,53 +270,27 @@ class RmsNorm(Workload):
     def work(self, s):
         return 2.0 * (2 * s["R"] * s["D"] + s["D"]) + 4.0 * s["R"]  # X, Y, W (bf16), Rstd (f32)
 
-    def plot_x(self, s):
-        return s["D"]
 
-
-class RmsNormBwd(Workload):
+class RmsNormBwd(NormBwd):
     """Two launchers of rmsnorm.tk: rmsnorm_bwd (dX, and dW's partial sums
-    over each block's 32 rows into the f32 buffer dWp), then rmsnorm_bwd_dw
-    (dW = the column sums of dWp)."""
+    into dWp), then rmsnorm_bwd_dw (dW = the column sums of dWp)."""
     name = "rmsnorm_bwd"
     stem = "rmsnorm"
     params = [Param("dY", "bf16"), Param("X", "bf16"), Param("W", "bf16"), Param("Rstd", "f32"),
               Param("dX", "bf16", output=True), Param("dW", "f32", output=True),
               Param("dWp", "f32", output=True, scratch=True)]
-    main_output = "dX"
+    row_stats, col_grads, partials = ("Rstd",), ("dW",), ("dWp",)
     peer_names = ["rms_norm", "eager"]
-    unit = "GB/s"
     eps = 1e-6
-    rows_per_block = 32  # rmsnorm_bwd's rows a block, one row of dWp each
     tolerances = {"dX": 1e-2, "dW": 1e-4}
-    # D up to 1024: at 2048 a thread's share of dY, Xhat and dW's sums spills.
-    check_sizes = ([dict(R=r, D=1024) for r in (1, 37, 1000, 4099, 70000)] +
-                   [dict(R=r, D=d) for d in (384, 768) for r in (1, 37, 4099)])
-    bench_sizes = [dict(R=r, D=1024) for r in (32768, 65536)]
-    quick_sizes = [dict(R=65536, D=1024)]
-    argcheck_size = dict(R=4, D=1024)
     extra_arg_cases = [("unsupported D=2048", dict(R=4, D=2048), {}, 5),
                        ("X with other R", dict(R=4, D=1024), {"X": (8, 1024)}, 2)]
-    plot_xlabel = "R (D = 1024)"
 
     steps = [("rmsnorm_bwd", ["dY", "X", "W", "Rstd", "dX", "dWp"], []), ("rmsnorm_bwd_dw", ["dWp", "dW"], [])]
 
-    def shapes(self, s):
-        r, d = s["R"], s["D"]
-        p = -(-r // self.rows_per_block)
-        return {"dY": (r, d), "X": (r, d), "W": (d,), "Rstd": (r,), "dX": (r, d), "dW": (d,), "dWp": (p, d)}
-
-    def label(self, s):
-        return f"R{s['R']} D{s['D']}"
-
-    def make_inputs(self, size, device="cuda"):
-        """Fresh dY, X, W; Rstd as the forward computes it (f32, from X)."""
+    def stats_of(self, x):
         import torch
-        sh = self.shapes(size)
-        inp = {x: torch.randn(sh[x], device=device, dtype=torch.bfloat16) for x in ("dY", "X", "W")}
-        x = inp["X"].float()
-        inp["Rstd"] = torch.rsqrt(x.pow(2).mean(-1) + self.eps).contiguous()
-        return inp
+        return {"Rstd": torch.rsqrt(x.pow(2).mean(-1) + self.eps).contiguous()}
 
     def reference(self, inp, s):
         import torch
@@ -338,15 +312,6 @@ class RmsNormBwd(Workload):
             return self.backward_peer(tag, lambda inp: (inp["X"], inp["W"]), fwd, "dY")
 
         return {"rms_norm": peer(lambda x, w: F.rms_norm(x, (d,), w, eps), "rms_norm"), "eager": peer(eager_fwd, "eager")}
-
-    def work(self, s):
-        r, d = s["R"], s["D"]
-        # dY, X read and dX written (bf16), W and Rstd read, dW written; the
-        # partials (written and read back) are not counted.
-        return 2.0 * 3 * r * d + 2.0 * d + 4.0 * r + 4.0 * d
-
-    def plot_x(self, s):
-        return s["R"]
 
 
 class Rotary(Workload):

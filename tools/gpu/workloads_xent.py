@@ -21,6 +21,16 @@ def _rows(r, v, fill, dtype, device):
     return whole[:, :v]
 
 
+def _loss():
+    """The peers' per-row loss (0 for ignored targets); made here so that
+    what torch.compile traces holds no import."""
+    import torch.nn.functional as F
+
+    def loss(x, t):
+        return F.cross_entropy(x, t, ignore_index=-1, reduction="none")
+    return loss
+
+
 def _size(r, v, **extra):
     return dict(R=r, V=v, BV=128 if v <= 512 else 1024, **extra)
 
@@ -95,11 +105,7 @@ class CrossEntropy(Workload):
 
     def peers(self, s):
         import torch
-        import torch.nn.functional as F
-
-        def loss(x, t):
-            return F.cross_entropy(x, t, ignore_index=-1, reduction="none")
-
+        loss = _loss()
         compiled = torch.compile(loss)
         return {"eager": lambda inp: loss(inp["X"], inp["T64"]), "compiled": lambda inp: compiled(inp["X"], inp["T64"])}
 
@@ -124,11 +130,7 @@ class CrossEntropyTrain(CrossEntropy):
 
     def peers(self, s):
         import torch
-        import torch.nn.functional as F
-
-        def loss(x, t):
-            return F.cross_entropy(x, t, ignore_index=-1, reduction="none")
-
+        loss = _loss()
         compiled = torch.compile(loss)
 
         def train(fn):

@@ -81,6 +81,16 @@ def wide_shape(k, widest):
     return rows, pick(k, wide_warps_ok(rows, widest))
 
 
+def wide_tile(k):
+    """A wide tile of one of WIDE_COLS widths: its rows, columns and warps.
+    Draws the width before the rows and warps: a seed's kernels depend on
+    the order of the draws."""
+    cols = pick(k, WIDE_COLS)
+    rows, warps = wide_shape(k, cols)
+    k.shapes.append((rows, cols))
+    return rows, cols, warps
+
+
 def declare_set(k, name, values):
     """A dimension specialised to exactly these sizes (`where N in {...}`)."""
     k.annotations.append(f"where {name} in {{{', '.join(map(str, values))}}}")
@@ -184,9 +194,7 @@ def elementwise(k):
             bc = "N"
             k.shapes.append((br, bc))
         else:
-            bc = pick(k, WIDE_COLS)
-            br, warps = wide_shape(k, bc)
-            k.shapes.append((br, bc))
+            br, bc, warps = wide_tile(k)
     else:
         br, bc = tile_shape(k)
         warps = None
@@ -242,9 +250,7 @@ def row_loop(k):
     if wide(k, 0.3):
         if k.rng.random() < 0.4:
             return row_groups(k, dtype)
-        bc = pick(k, WIDE_COLS)
-        br, warps = wide_shape(k, bc)
-        k.shapes.append((br, bc))
+        br, bc, warps = wide_tile(k)
     else:
         br, bc = tile_shape(k)
         warps = None

@@ -4,6 +4,7 @@
 #include "codegen/KernelEmitter.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 namespace tkc::codegen {
@@ -75,34 +76,38 @@ const Value *tensorParameter(const Kernel &kernel, size_t index) {
 /// 8 bytes for chunks of 4 bf16 elements), two elements for the pairs that stores
 /// of accumulators write (16-bit elements) or add (atomic_add), else one
 /// element (vector copies too).
+int accessAlignment(const LaunchVariant &variant, size_t index) {
+  const Value *global = tensorParameter(*variant.kernel, index);
+  int element = dtypeBytes(global->type.dtype);
+  int bytes = element;
+  walk(const_cast<Block &>(variant.kernel->body), [&](Op &op) {
+    bool uses = false;
+    for (const Value *operand : op.operands)
+      uses = uses || operand == global;
+    if (!uses || copiesElementwise(op))
+      return;
+    const Type *tile = op.kind == OpKind::Load    ? &op.result()->type
+                       : op.kind == OpKind::Store ? &op.operands[1]->type
+                                                  : nullptr;
+    if (!tile) {
+      bytes = std::max(bytes, 16); // asynchronous and bulk tensor copies
+      return;
+    }
+    LayoutKind layout = tile->layout.kind;
+    if (tile->isShared())
+      bytes = std::max(bytes, 16);
+    else if (layout == LayoutKind::Strip || layout == LayoutKind::StripCol)
+      bytes = std::max(bytes, std::min(16, tile->layout.chunk * element));
+    else if (layout == LayoutKind::Acc && op.kind == OpKind::Store && (element == 2 || op.hasAttr("accumulate")))
+      bytes = std::max(bytes, 2 * element);
+  });
+  return bytes;
+}
+
 int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
   int bytes = 1;
-  for (const LaunchVariant &variant : variants) {
-    const Value *global = tensorParameter(*variant.kernel, index);
-    int element = dtypeBytes(global->type.dtype);
-    bytes = std::max(bytes, element);
-    walk(const_cast<Block &>(variant.kernel->body), [&](Op &op) {
-      bool uses = false;
-      for (const Value *operand : op.operands)
-        uses = uses || operand == global;
-      if (!uses || copiesElementwise(op))
-        return;
-      const Type *tile = op.kind == OpKind::Load    ? &op.result()->type
-                         : op.kind == OpKind::Store ? &op.operands[1]->type
-                                                    : nullptr;
-      if (!tile) {
-        bytes = std::max(bytes, 16); // asynchronous and bulk tensor copies
-        return;
-      }
-      LayoutKind layout = tile->layout.kind;
-      if (tile->isShared())
-        bytes = std::max(bytes, 16);
-      else if (layout == LayoutKind::Strip || layout == LayoutKind::StripCol)
-        bytes = std::max(bytes, std::min(16, tile->layout.chunk * element));
-      else if (layout == LayoutKind::Acc && op.kind == OpKind::Store && (element == 2 || op.hasAttr("accumulate")))
-        bytes = std::max(bytes, 2 * element);
-    });
-  }
+  for (const LaunchVariant &variant : variants)
+    bytes = std::max(bytes, accessAlignment(variant, index));
   return bytes;
 }
 
@@ -383,6 +388,62 @@ std::string targetSymbol(const Target &target) {
   return symbol;
 }
 
+namespace {
+
+/// The launcher's checks that tensor `t`'s data pointer is `bytes`-byte
+/// aligned and its outer strides multiples of as many bytes (nothing where
+/// that is one element); `when` names the specialisation that needs them,
+/// if only one does.
+void emitAlignmentChecks(const Value &t, int bytes, const std::string &fn, const std::string &when, CodeWriter &out) {
+  std::string n = sourceIdentifier(t.nameHint);
+  int elements = bytes / dtypeBytes(t.type.dtype);
+  out.line("if (reinterpret_cast<uintptr_t>({0}->data) % {2}) return {1}_fail(TKC_ERROR_ALIGNMENT, \"{3} must be "
+           "{2}-byte aligned{4}\");",
+           n, fn, bytes, t.nameHint, when);
+  if (elements > 1)
+    for (size_t d = 0; d + 1 < t.type.dims.size(); ++d)
+      out.line("if ({0}->strides[{2}] < 0 || {0}->strides[{2}] % {3}) return {1}_fail(TKC_ERROR_ALIGNMENT, "
+               "\"{4}.strides[{2}] must be a non-negative multiple of {3}{5}\");",
+               n, fn, d, elements, t.nameHint, when);
+}
+
+/// The alignment every specialisation needs of tensor `index`, if they
+/// agree.
+std::optional<int> uniformAlignment(const std::vector<LaunchVariant> &variants, size_t index) {
+  int bytes = accessAlignment(variants.front(), index);
+  for (const LaunchVariant &variant : variants)
+    if (accessAlignment(variant, index) != bytes)
+      return std::nullopt;
+  return bytes;
+}
+
+/// The alignment checks of the tensors whose specialisations copy them in
+/// vectors of different widths (rows of 384 columns in 8-byte chunks, of
+/// 768 in 16-byte ones; a tile through bulk copies at one head size, in
+/// registers at another), each as the specialisation the sizes chose
+/// needs.
+void emitSpecialisationAlignment(const std::vector<const Value *> &tensors, const std::vector<LaunchVariant> &variants,
+                                 const std::string &fn, CodeWriter &out) {
+  for (size_t v = 0; v < variants.size(); ++v) {
+    std::string values;
+    for (auto &[param, value] : variants[v].kernel->specialization)
+      values += fmt::format("{}{} = {}", values.empty() ? " for " : ", ", param, value);
+    bool opened = false;
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      if (uniformAlignment(variants, t))
+        continue;
+      if (!opened)
+        out.open(fmt::format("if (variant == {})", v));
+      opened = true;
+      emitAlignmentChecks(*tensors[t], accessAlignment(variants[v], t), fn, values, out);
+    }
+    if (opened)
+      out.close();
+  }
+}
+
+} // namespace
+
 bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
                         const std::vector<LaunchVariant> &variants, CodeWriter &out, DiagnosticEngine &diags) {
   const Kernel &first = *variants.front().kernel;
@@ -412,8 +473,9 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
     const std::string &shown = t->nameHint;
     size_t rank = t->type.dims.size();
     bool rowsWrittenWhole = bulkStored(variants, tensorIndex);
-    int alignBytes = accessAlignment(variants, tensorIndex++);
-    int align = alignBytes / dtypeBytes(t->type.dtype);
+    // Where the specialisations copy the tensor in vectors of different
+    // widths, the sizes pick one first (below).
+    std::optional<int> alignBytes = uniformAlignment(variants, tensorIndex++);
     DLType dl = dlType(t->type.dtype);
     out.line("if (!{0}) return {1}_fail(TKC_ERROR_NULL_POINTER, \"{2} is null\");", n, fn, shown);
     out.line("if ({0}->struct_size != sizeof(tkc_tensor) || {0}->abi_version != TKC_ABI_VERSION) return {1}_fail("
@@ -429,15 +491,10 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
              n, fn, rank, shown);
     out.line("if ({0}->strides[{2}] != 1) return {1}_fail(TKC_ERROR_STRIDE, \"{3} must have unit stride in its last dim\");",
              n, fn, rank - 1, shown);
-    out.line("if (reinterpret_cast<uintptr_t>({0}->data) % {2}) return {1}_fail(TKC_ERROR_ALIGNMENT, \"{3} must be "
-             "{2}-byte aligned\");",
-             n, fn, alignBytes, shown);
+    if (alignBytes)
+      emitAlignmentChecks(*t, *alignBytes, fn, "", out);
     for (size_t d = 0; d + 1 < rank; ++d)
-      if (align > 1)
-        out.line("if ({0}->strides[{2}] < 0 || {0}->strides[{2}] % {3}) return {1}_fail(TKC_ERROR_ALIGNMENT, "
-                 "\"{4}.strides[{2}] must be a non-negative multiple of {3}\");",
-                 n, fn, d, align, shown);
-      else
+      if (!alignBytes || *alignBytes == dtypeBytes(t->type.dtype))
         out.line("if ({0}->strides[{2}] < 0) return {1}_fail(TKC_ERROR_STRIDE, \"{3}.strides[{2}] must be "
                  "non-negative\");",
                  n, fn, d, shown);
@@ -517,6 +574,7 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
   else
     out.line("if (variant < 0) return {}_fail(TKC_ERROR_NO_SPECIALIZATION, \"no specialisation for {}\"{});", fn, values,
              valueArgs);
+  emitSpecialisationAlignment(tensors, variants, fn, out);
 
   // Then the device: its architecture and where each tensor lives.
   out.line("int device = 0, capability = 0;");

@@ -50,7 +50,9 @@ struct DLType {
 DLType dlType(ir::DType dtype);
 
 /// The alignment in bytes that the kernels' accesses to tensor parameter
-/// `index` need of its data pointer and row strides.
+/// `index` need of its data pointer and row strides: one specialisation's,
+/// or the strictest of several.
+int accessAlignment(const LaunchVariant &variant, size_t index);
 int accessAlignment(const std::vector<LaunchVariant> &variants, size_t index);
 /// Whether a kernel writes tensor parameter `index` with bulk tensor stores
 /// (its rows must then be a multiple of 16 bytes long).

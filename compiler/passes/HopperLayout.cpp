@@ -25,9 +25,10 @@
 //     consumers then hand the tiles to the bulk copy engine and go on with
 //     the next one;
 //   * chooses the pipeline depth: the deepest that fits the target's shared
-//     memory (never shallower than the source asks), recorded as
-//     `hopper_stages` in place of `stages` so that `pipeline` leaves the
-//     loop to `hopper-pipeline`.
+//     memory, no shallower than the source asks where that many fit, else
+//     the deepest that does (with a note; two at least, or an error),
+//     recorded as `hopper_stages` in place of `stages` so that `pipeline`
+//     leaves the loop to `hopper-pipeline`.
 //
 // A loop of several products with elementwise work between them (attention)
 // qualifies too when its register tiles already give each warp 16 rows, the
@@ -578,6 +579,19 @@ FusedBudget budgetOf(const FusedLoop &f, const Target &target) {
 /// after issuing the next iteration's products.
 constexpr int64_t kMinStages = 2;
 
+/// Bytes of the shared buffers the kernel defines besides `loads` (the
+/// loop's operand tiles, which become the pipeline's slots), each aligned as
+/// smem-plan aligns it.
+int64_t otherSharedBytes(Kernel &kernel, const std::vector<Op *> &loads) {
+  int64_t end = 0;
+  walk(kernel.body, [&](Op &op) {
+    if (passes::definesSharedBuffer(op) && std::find(loads.begin(), loads.end(), &op) == loads.end())
+      end = passes::alignUp(end, passes::sharedAlignmentOf(op.result()->type)) +
+            passes::sharedBufferBytes(op.result()->type);
+  });
+  return end;
+}
+
 class HopperLayoutPass : public Pass {
 public:
   const char *name() const override { return "hopper-layout"; }
@@ -587,13 +601,15 @@ public:
   bool run(Module &module, const Target &target, DiagnosticEngine &diags) override {
     if (target.computeCapability < 90)
       return true;
+    bool ok = true;
     for (auto &kernel : module.kernels)
-      runOnKernel(*kernel, target, diags);
-    return true;
+      ok &= runOnKernel(*kernel, target, diags);
+    return ok;
   }
 
 private:
-  void runOnKernel(Kernel &kernel, const Target &target, DiagnosticEngine &diags) {
+  /// False after reporting a pipeline whose two stages do not fit.
+  bool runOnKernel(Kernel &kernel, const Target &target, DiagnosticEngine &diags) {
     std::vector<GemmLoop> found;
     int mmas = 0;
     walk(kernel.body, [&](Op &op) {
@@ -617,13 +633,13 @@ private:
         }
       }
       if (f)
-        layOutFused(kernel, *f, target);
+        layOutFused(kernel, *f, target, diags);
       else if (mmas > 0)
         // Correct code still, at half the tensor cores' rate or less: say
         // where the kernel leaves the shape the Hopper pipeline takes.
         diags.report(mismatch.at ? mismatch.at->loc : kernel.loc, DiagId::MmaSyncOnHopper, kernel.name, target.name,
                      mismatch.why);
-      return;
+      return true;
     }
     GemmLoop &m = found.front();
     const Type &acc = m.accumulator();
@@ -647,13 +663,25 @@ private:
     kernel.warps = consumerWarps + 4;
 
     int64_t asked = m.loop->intAttr("stages", 2);
-    int64_t free = target.sharedMemoryBytes - kReservedSharedBytes;
+    // Beside the stages: the mbarriers (in the reserve) and whatever else
+    // the kernel keeps in shared memory.
+    int64_t fixed = kReservedSharedBytes + otherSharedBytes(kernel, m.loads);
+    int64_t free = target.sharedMemoryBytes - fixed;
+    // With no staging tiles at all, as many stages fit; the source's depth
+    // gives way to shared memory, down to kMinStages.
+    int64_t deepest = free / stageBytes;
+    if (deepest < kMinStages) {
+      diags.report(m.loop->loc, DiagId::PipelineStagesDoNotFit, kMinStages * stageBytes + fixed, kMinStages,
+                   target.sharedMemoryBytes);
+      return false;
+    }
+    int64_t depth = std::min(asked, deepest);
     std::vector<Op *> stores = matchTmaStores(kernel, m);
     if (!stores.empty()) {
       // The widest staging tiles (the whole tile, else a half, a
       // quarter..., never under one panel; the same width for every store)
       // that leave room for the preferred depth, or failing that for the
-      // depth the source asks.
+      // depth the source asks (or the deepest that fits, if shallower).
       const Type &tile = m.accumulator();
       // Bytes of one staging column of all the stores, and the widest
       // element's panel, which no staging tile may be narrower than.
@@ -671,7 +699,7 @@ private:
       };
       int64_t cols = widestFitting(std::max(asked, kPreferredStages));
       if (cols == 0)
-        cols = widestFitting(asked);
+        cols = widestFitting(depth);
       if (cols > 0) {
         for (Op *store : stores) {
           store->attrs["epilogue"] = Attr(std::string("tma"));
@@ -681,12 +709,16 @@ private:
       }
     }
     int64_t fit = free / stageBytes;
-    int64_t stages = std::max<int64_t>(asked, std::min<int64_t>(fit, kMaxStages));
+    int64_t stages = fit >= asked ? std::max<int64_t>(asked, std::min<int64_t>(fit, kMaxStages)) : fit;
+    if (stages < asked)
+      diags.report(m.loop->loc, DiagId::PipelineStagesLowered, asked, stages, asked, asked * stageBytes + fixed,
+                   target.sharedMemoryBytes);
     m.loop->attrs.erase("stages");
     m.loop->attrs["hopper_stages"] = Attr(stages);
+    return true;
   }
 
-  void layOutFused(Kernel &kernel, FusedLoop &f, const Target &target) {
+  void layOutFused(Kernel &kernel, FusedLoop &f, const Target &target, DiagnosticEngine &diags) {
     FusedBudget budget = budgetOf(f, target);
     for (Op *load : f.streamed)
       load->result()->type.layout = {LayoutKind::Swizzle128, 1, 1};
@@ -739,6 +771,16 @@ private:
     bool rings = kernel.persistent == 1 && !f.resident.empty() && !late.empty();
     int64_t fit = (room - (rings ? lateBytes : 0)) / stageBytes;
     int64_t stages = std::max<int64_t>({kMinStages, asked, std::min<int64_t>(fit, kPreferredStages)});
+    // Deeper than fits the two blocks a multiprocessor `room` is sized for,
+    // the source's depth runs in one block's shared memory, as deep as that
+    // holds.
+    int64_t fixed = kReservedSharedBytes + budget.fixedBytes;
+    int64_t deepest = (target.sharedMemoryBytes - fixed) / stageBytes;
+    if (stages > deepest) {
+      diags.report(f.loop->loc, DiagId::PipelineStagesLowered, asked, deepest, asked, asked * stageBytes + fixed,
+                   target.sharedMemoryBytes);
+      stages = deepest;
+    }
     if (rings && stages < kPreferredStages && stages * stageBytes + lateBytes <= room)
       for (Op *load : late)
         load->attrs["hopper_slots"] = Attr(stages + 1);

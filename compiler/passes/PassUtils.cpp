@@ -223,10 +223,15 @@ bool isStageableVector(const Type &type) {
          (type.layout.kind == LayoutKind::AccCol || type.layout.kind == LayoutKind::AccRow);
 }
 
-Value *stagedVectorBuffer(Builder &b, Op &load, int64_t stages) {
-  Type type = load.result()->type.withLayout(MemSpace::Shared, Layout{});
+Type ringBufferType(const Op &load, int64_t stages) {
+  const Type &loaded = load.result()->type;
+  Type type = loaded.isShared() ? loaded : loaded.withLayout(MemSpace::Shared, Layout{});
   type.stages = static_cast<int>(stages);
-  Value *buffer = b.value(OpKind::SmemAlloc, {}, type);
+  return type;
+}
+
+Value *stagedVectorBuffer(Builder &b, Op &load, int64_t stages) {
+  Value *buffer = b.value(OpKind::SmemAlloc, {}, ringBufferType(load, stages));
   buffer->nameHint = load.operands[0]->nameHint + "_buf";
   return buffer;
 }

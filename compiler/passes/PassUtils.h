@@ -124,6 +124,9 @@ bool sameScalar(const ir::Value *a, const ir::Value *b);
 /// through staged shared vectors like the tiles.
 bool isStageableVector(const ir::Type &type);
 
+/// The type of the `stages`-slot shared buffer that a pipeline copies the
+/// tile or vector of `load` into (a vector loses its register layout).
+ir::Type ringBufferType(const ir::Op &load, int64_t stages);
 /// A shared buffer of `stages` slots for the vector that `load` loads,
 /// named after its tensor (`L_buf`).
 ir::Value *stagedVectorBuffer(ir::Builder &b, ir::Op &load, int64_t stages);

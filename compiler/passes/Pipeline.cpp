@@ -16,8 +16,14 @@
 //                                          use(stage_view buf[(k-lo) % S])
 //                                        }
 //                                        async_wait {pending = 0}
+//
+// The ring is as deep as the loop asks where shared memory holds it beside
+// the kernel's other buffers (as smem-plan will place them), else the
+// deepest that fits, with a note; a pipeline takes two stages at least, and
+// a loop whose two do not fit is an error.
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
+#include "passes/SmemPlan.h"
 
 #include <map>
 #include <set>
@@ -39,19 +45,27 @@ bool isPureScalarOp(const Op &op) {
   }
 }
 
+/// A pipeline needs two stages at least: one slot computed on while the
+/// next fills.
+constexpr int kMinStages = 2;
+
 class LoopPipeliner {
 public:
-  LoopPipeliner(Op &loop, DiagnosticEngine &diags) : loop_(loop), diags_(diags) {}
+  LoopPipeliner(Kernel &kernel, Op &loop, const Target &target, DiagnosticEngine &diags)
+      : kernel_(kernel), loop_(loop), target_(target), diags_(diags) {}
 
   bool run() {
-    int stages = static_cast<int>(loop_.intAttr("stages", 1));
-    if (stages <= 1)
+    int asked = static_cast<int>(loop_.intAttr("stages", 1));
+    if (asked <= 1)
       return true;
     std::vector<Op *> loads = pipelinableLoads();
     if (loads.empty()) {
       diags_.report(loop_.loc, DiagId::PipelineNotApplicable);
       return true;
     }
+    int stages = depthThatFits(loads, asked);
+    if (stages == 0)
+      return false;
     Block &outer = *loop_.parent;
     OpIterator loopPos = find(outer, &loop_);
     Builder before(outer, loopPos);
@@ -67,9 +81,7 @@ public:
         buffers.push_back(passes::stagedVectorBuffer(before, *load, stages));
         continue;
       }
-      Type bufferType = load->result()->type;
-      bufferType.stages = stages;
-      Value *buffer = before.value(OpKind::SmemAlloc, {}, bufferType);
+      Value *buffer = before.value(OpKind::SmemAlloc, {}, passes::ringBufferType(*load, stages));
       buffer->nameHint = load->result()->nameHint.empty() ? "buf" : load->result()->nameHint + "_buf";
       buffers.push_back(buffer);
     }
@@ -139,6 +151,28 @@ public:
   }
 
 private:
+  /// The deepest ring of at most `asked` slots whose buffers fit the
+  /// target's shared memory, no shallower than kMinStages; 0, after an
+  /// error at the loop, where that many do not fit.
+  int depthThatFits(const std::vector<Op *> &loads, int asked) {
+    passes::PlannedRing ring{&loop_, {loads.begin(), loads.end()}, asked};
+    int64_t limit = target_.sharedMemoryBytes;
+    int64_t askedBytes = passes::plannedSharedPeak(kernel_, target_, &ring);
+    if (askedBytes <= limit)
+      return asked;
+    int64_t bytes = askedBytes;
+    for (int stages = asked - 1; stages >= kMinStages; --stages) {
+      ring.stages = stages;
+      bytes = passes::plannedSharedPeak(kernel_, target_, &ring);
+      if (bytes <= limit) {
+        diags_.report(loop_.loc, DiagId::PipelineStagesLowered, asked, stages, asked, askedBytes, limit);
+        return stages;
+      }
+    }
+    diags_.report(loop_.loc, DiagId::PipelineStagesDoNotFit, bytes, kMinStages, limit);
+    return 0;
+  }
+
   /// Shared-memory loads, and loads of vectors (passes::isStageableVector),
   /// directly in the body whose addresses depend only on the induction
   /// variable and values from outside the loop.
@@ -197,7 +231,9 @@ private:
     return block.ops.end();
   }
 
+  Kernel &kernel_;
   Op &loop_;
+  const Target &target_;
   DiagnosticEngine &diags_;
 };
 
@@ -215,7 +251,7 @@ public:
           loops.push_back(&op);
       });
       for (Op *loop : loops)
-        if (!LoopPipeliner(*loop, diags).run())
+        if (!LoopPipeliner(*kernel, *loop, target, diags).run())
           return false;
     }
     return true;

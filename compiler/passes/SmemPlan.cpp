@@ -1,6 +1,6 @@
 // smem-plan: gives every shared-memory buffer its byte offset in the kernel's
 // dynamic shared memory. Buffers whose lifetimes do not overlap share bytes.
-#include "passes/Pass.h"
+#include "passes/SmemPlan.h"
 #include "passes/PassUtils.h"
 
 #include <algorithm>
@@ -15,6 +15,7 @@ using namespace passes;
 struct Buffer {
   Op *definer = nullptr;
   int64_t bytes = 0;
+  int64_t alignment = 128;
   // Live range in the linear order of ops, both ends inclusive.
   size_t start = 0;
   size_t end = 0;
@@ -24,31 +25,55 @@ struct Buffer {
 };
 
 /// Numbers the ops in program order, nested bodies inline, and computes the
-/// live range of every buffer.
+/// live range of every buffer. With a planned ring, its loads are taken for
+/// the buffers `pipeline` would make of them: defined where the loop starts,
+/// in the loop's parent block, and live until it ends.
 class LivenessBuilder {
 public:
+  explicit LivenessBuilder(const PlannedRing *ring = nullptr) : ring_(ring) {}
+
   std::vector<Buffer> run(Block &body) {
     number(body);
     for (Op *op : order_)
       for (Value *operand : op->operands)
         if (operand->type.isShared())
           recordUse(*op, sharedRoot(operand));
+    for (const Op *load : ringLoads())
+      buffers_.at(load->result()).end = loopEnd_.at(ring_->loop);
     extendOverInFlightCopies();
     std::vector<Buffer> buffers;
-    for (Op *op : order_)
-      if (definesSharedBuffer(*op))
+    for (Op *op : order_) {
+      if (ring_ && op == ring_->loop)
+        for (const Op *load : ringLoads())
+          buffers.push_back(buffers_.at(load->result()));
+      if (definesSharedBuffer(*op) && !isRingLoad(*op))
         buffers.push_back(buffers_.at(op->result()));
+    }
     return buffers;
   }
 
 private:
+  std::vector<const Op *> ringLoads() const { return ring_ ? ring_->loads : std::vector<const Op *>{}; }
+  bool isRingLoad(const Op &op) const {
+    auto loads = ringLoads();
+    return std::find(loads.begin(), loads.end(), &op) != loads.end();
+  }
+
   void number(Block &block) {
     for (auto &op : block.ops) {
-      index_[op.get()] = order_.size();
+      size_t at = order_.size();
+      index_[op.get()] = at;
       order_.push_back(op.get());
-      if (definesSharedBuffer(*op)) {
-        size_t at = index_[op.get()];
-        buffers_[op->result()] = {op.get(), sharedBufferBytes(op->result()->type), at, at};
+      if (ring_ && op.get() == ring_->loop)
+        for (const Op *load : ringLoads()) {
+          Type type = ringBufferType(*load, ring_->stages);
+          Buffer &buffer = buffers_[load->result()];
+          buffer = {const_cast<Op *>(load), sharedBufferBytes(type), sharedAlignmentOf(type), at, at};
+          buffer.loop = block.parentOp;
+        }
+      if (definesSharedBuffer(*op) && !isRingLoad(*op)) {
+        const Type &type = op->result()->type;
+        buffers_[op->result()] = {op.get(), sharedBufferBytes(type), sharedAlignmentOf(type), at, at};
         buffers_[op->result()].loop = block.parentOp;
       }
       if (op->body) {
@@ -97,6 +122,7 @@ private:
   std::map<const Op *, size_t> index_;
   std::map<const Op *, size_t> loopEnd_;
   std::map<const Value *, Buffer> buffers_;
+  const PlannedRing *ring_;
 };
 
 bool overlapInTime(const Buffer &a, const Buffer &b) { return a.start <= b.end && b.start <= a.end; }
@@ -124,10 +150,26 @@ int64_t placeBuffers(std::vector<Buffer> &buffers, const std::vector<bool> &sepa
     for (auto [begin, end] : taken) {
       if (candidate + buffers[i].bytes <= begin)
         break;
-      candidate = std::max(candidate, alignUp(end, sharedAlignmentOf(buffers[i].definer->result()->type)));
+      candidate = std::max(candidate, alignUp(end, buffers[i].alignment));
     }
     buffers[i].offset = candidate;
     peak = std::max(peak, candidate + buffers[i].bytes);
+  }
+  return peak;
+}
+
+/// Places the buffers and returns the peak. Where the loops' buffers do not
+/// all fit apart, the last defined give up their own bytes first, one at a
+/// time: the earlier ones (a pipeline's stages, the first copies of a loop
+/// body) keep theirs.
+int64_t planBuffers(std::vector<Buffer> &buffers, const Target &target) {
+  std::vector<bool> separate(buffers.size(), true);
+  int64_t peak = placeBuffers(buffers, separate);
+  for (size_t i = buffers.size(); i-- > 0 && peak > target.sharedMemoryBytes;) {
+    if (!buffers[i].loop)
+      continue;
+    separate[i] = false;
+    peak = placeBuffers(buffers, separate);
   }
   return peak;
 }
@@ -142,17 +184,7 @@ public:
     bool ok = true;
     for (auto &kernel : module.kernels) {
       std::vector<Buffer> buffers = LivenessBuilder().run(kernel->body);
-      // Where the loops' buffers do not all fit apart, the last defined give
-      // up their own bytes first, one at a time: the earlier ones (a
-      // pipeline's stages, the first copies of a loop body) keep theirs.
-      std::vector<bool> separate(buffers.size(), true);
-      int64_t peak = placeBuffers(buffers, separate);
-      for (size_t i = buffers.size(); i-- > 0 && peak > target.sharedMemoryBytes;) {
-        if (!buffers[i].loop)
-          continue;
-        separate[i] = false;
-        peak = placeBuffers(buffers, separate);
-      }
+      int64_t peak = planBuffers(buffers, target);
       for (Buffer &buffer : buffers)
         buffer.definer->attrs["offset"] = Attr(buffer.offset);
       if (peak > target.sharedMemoryBytes) {
@@ -167,5 +199,10 @@ public:
 } // namespace
 
 std::unique_ptr<Pass> createSmemPlanPass() { return std::make_unique<SmemPlanPass>(); }
+
+int64_t passes::plannedSharedPeak(ir::Kernel &kernel, const Target &target, const passes::PlannedRing *ring) {
+  std::vector<Buffer> buffers = LivenessBuilder(ring).run(kernel.body);
+  return planBuffers(buffers, target);
+}
 
 } // namespace tkc

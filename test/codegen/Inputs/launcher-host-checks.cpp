@@ -128,6 +128,29 @@ int main() {
     report("D = 96", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
   }
   {
+    // At D = 384 the rows go in 8-byte chunks: rows 8-byte aligned (a stride
+    // of 388 elements) are enough there, on both targets, and not at 1024.
+    for (int target = 0; target < 2; ++target) {
+      Args a;
+      for (tkc_tensor *t : {&a.X, &a.Y}) {
+        t->sizes[1] = 384;
+        t->strides[0] = 388;
+      }
+      a.W.sizes[0] = a.Bias.sizes[0] = 384;
+      auto launch = target ? tkc_layernorm_sm90a : tkc_layernorm_sm80;
+      int status = launch(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr);
+      std::printf("D = 384, 8-byte rows, %s: %s\n", target ? "sm_90a" : "sm_80",
+                  status == TKC_ERROR_CUDA || status == TKC_ERROR_DEVICE || status == TKC_ERROR_NO_TARGET
+                      ? "past the structural checks"
+                      : tkc_layernorm_error());
+      a.X.data = static_cast<char *>(a.X.data) + 4;
+      report("D = 384, 4-byte X", launch(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
+    }
+    Args a;
+    a.X.strides[0] = 1028;
+    report("D = 1024, 8-byte rows", tkc_layernorm(&a.X, &a.W, &a.Bias, &a.Y, &a.Mean, &a.Rstd, nullptr));
+  }
+  {
     // Messages are per thread: another thread's failure leaves ours.
     Args a;
     a.X.rank = 1;

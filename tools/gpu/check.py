@@ -231,6 +231,8 @@ def run_argchecks_device(w, target, launcher, report, stream):
             t = torch.empty(n, device="cuda", dtype=wl.torch_dtype(p.dtype))
             if p.output:
                 t.fill_(float("nan"))
+            elif t.element_size() == 1 and t.is_floating_point():  # 8-bit floats draw no random numbers
+                t.copy_(torch.randn(n, device="cuda"))
             elif t.is_floating_point():
                 t.normal_()
             else:  # integer inputs (targets, indices): in range of any size

@@ -142,7 +142,7 @@ def arg_cases(w):
 
 # A dtype of the same size as each (an f16 tensor in a bf16 kernel was once
 # launched and read as bf16).
-OTHER_DTYPE = {"bf16": "f16", "f16": "bf16", "f32": "i32"}
+OTHER_DTYPE = {"bf16": "f16", "f16": "bf16", "f32": "i32", "f8e4m3": "f8e5m2", "f8e5m2": "f8e4m3"}
 
 
 def corrupted_descs(w, size, overrides, target_param, how, base_of):

@@ -14,9 +14,10 @@ def _scaled_mm(a, b_nk, scale_a, scale_b):
 
 class GemmFp8(Workload):
     """C = (A @ B^T) * sa[:, None] * sb[None, :] with A e4m3 [M, K], B e4m3
-    [N, K], f32 row scales, bf16 C. The bulk copies on sm_90a need K a
-    multiple of 16 (16-byte rows); M and N are free there. sm_80 code widens
-    the tiles to bf16 and needs K a multiple of 16 too (16-byte copies)."""
+    [N, K], f32 row scales, bf16 C. The bulk copies on sm_90a need 16-byte
+    rows: K a multiple of 16 and N of 8 (C's rows). The sm_80 code widens
+    the tiles to bf16 in registers and reads A and B in 8-byte chunks (K a
+    multiple of 8); M is free on both."""
     name = "gemm_fp8"
     stem = "gemm_fp8"
     params = [Param("A", "f8e4m3"), Param("B", "f8e4m3"), Param("SA", "f32"), Param("SB", "f32"),
@@ -29,10 +30,13 @@ class GemmFp8(Workload):
     # bf16 output: the reference is rounded to bf16 once, 2^-9 relative.
     tolerances = {"C": 1e-2}
     check_sizes = [dict(M=m, N=n, K=k) for m, n, k in
-                   [(128, 256, 128), (1000, 1000, 1008), (257, 520, 144), (130, 70, 48), (2048, 2048, 2048),
+                   [(128, 256, 128), (1000, 1000, 1008), (257, 520, 144), (130, 72, 48), (2048, 2048, 2048),
                     (4096, 4096, 4096), (8192, 8192, 1024)]] + [
         # C's rows as views of longer rows: nothing written past a row.
-        dict(M=130, N=1000, K=144, pad=dict(C=8))]
+        dict(M=130, N=1000, K=144, pad=dict(C=8)),
+        # Rows whose ends are not 16-byte aligned: sm_80 only (bulk copies
+        # need 16-byte rows).
+        dict(M=70, N=70, K=40, targets=("sm_80",))]
     bench_sizes = [dict(M=s, N=s, K=s) for s in (4096, 8192)]
     quick_sizes = [dict(M=8192, N=8192, K=8192)]
     argcheck_size = dict(M=128, N=128, K=128)

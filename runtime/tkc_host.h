@@ -16,6 +16,8 @@ enum tkc_dtype_code {
   TKC_DTYPE_FLOAT = 2,  ///< kDLFloat: f16 is {2, 16, 1}, f32 {2, 32, 1}
   TKC_DTYPE_BFLOAT = 4, ///< kDLBfloat: bf16 is {4, 16, 1}
   TKC_DTYPE_BOOL = 6,   ///< kDLBool: 8 bits
+  TKC_DTYPE_FLOAT8_E4M3FN = 10, ///< kDLFloat8_e4m3fn: f8e4m3 is {10, 8, 1}
+  TKC_DTYPE_FLOAT8_E5M2 = 12,   ///< kDLFloat8_e5m2: f8e5m2 is {12, 8, 1}
 };
 
 /// An element type, laid out like DLPack's DLDataType.

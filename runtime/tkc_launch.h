@@ -47,6 +47,8 @@ inline const char *dtype_name(tkc_dtype dtype) {
     case TKC_DTYPE_INT * 1000 + 64: return "i64";
     case TKC_DTYPE_UINT * 1000 + 8: return "u8";
     case TKC_DTYPE_BOOL * 1000 + 8: return "bool";
+    case TKC_DTYPE_FLOAT8_E4M3FN * 1000 + 8: return "f8e4m3";
+    case TKC_DTYPE_FLOAT8_E5M2 * 1000 + 8: return "f8e5m2";
     default: break;
     }
   }

@@ -4,6 +4,7 @@
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <stdint.h>
 
 #include "tkc_int.h"
@@ -14,6 +15,10 @@ namespace tkc {
 
 using bf16 = __nv_bfloat16;
 using f16 = __half;
+// 8-bit floats: converting to them rounds to nearest even and saturates to
+// the largest finite value; converting from them is exact.
+using f8e4m3 = __nv_fp8_e4m3;
+using f8e5m2 = __nv_fp8_e5m2;
 
 // --- addresses ----------------------------------------------------------------
 

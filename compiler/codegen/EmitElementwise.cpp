@@ -34,7 +34,8 @@ void KernelEmitter::declareTile(const Value *v) {
 CExpr KernelEmitter::element(const Value *v, const std::string &flat, bool asFloat) {
   // A 16-bit scalar beside float operands would make C++ choose between
   // the 16-bit and the float operator.
-  bool narrow = v->type.dtype == DType::I32 || v->type.dtype == DType::BF16 || v->type.dtype == DType::F16;
+  bool narrow = v->type.dtype == DType::I32 || v->type.dtype == DType::BF16 || v->type.dtype == DType::F16 ||
+                isF8(v->type.dtype);
   CExpr e = v->type.isScalar() ? scalarExpr(v) : subscript(CExpr::text(name(v)), CExpr::text(flat));
   return asFloat && narrow ? call("float", {e}) : e;
 }

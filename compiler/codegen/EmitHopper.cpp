@@ -576,10 +576,23 @@ bool KernelEmitter::emitWgmma(const Op &op) {
   if (aInRegisters && !isResidentFragment(a))
     registerProducts_[&op] = {out_.mark(), {}};
   int64_t n = acc.shape[1] / acc.layout.warpsN, k = a->type.shape[transA ? 0 : 1];
-  const char *type = a->type.dtype == DType::BF16 ? "bf16" : "f16";
-  wgmmaShapes_.insert({n, type, aInRegisters});
-  int64_t elem = dtypeBytes(a->type.dtype);
-  int64_t perPanel = kSwizzle128RowBytes / elem / 16; // k16 steps in one panel row
+  auto ptxType = [](DType d) {
+    return d == DType::BF16 ? "bf16" : d == DType::F16 ? "f16" : d == DType::F8E4M3 ? "e4m3" : "e5m2";
+  };
+  WgmmaShape shape;
+  shape.n = n;
+  shape.elementType = ptxType(a->type.dtype);
+  shape.aInRegisters = aInRegisters;
+  if (b->type.dtype != a->type.dtype)
+    shape.bType = ptxType(b->type.dtype);
+  if (shape.eightBit() && (aInRegisters || transA || !transB))
+    return unsupported(op, "wgmma of 8-bit floats not read K-major from shared memory");
+  wgmmaShapes_.insert(shape);
+  std::string wrapper = "tkc::" + shape.wrapperName();
+  // One instruction takes 32 bytes of each row of K: k16 of 16-bit
+  // elements, k32 of 8-bit ones.
+  int64_t elem = dtypeBytes(a->type.dtype), kStep = shape.k();
+  int64_t perPanel = kSwizzle128RowBytes / elem / kStep; // instructions along one panel row
   // The accumulator is updated in place: wgmma runs asynchronously and its
   // registers must stay where they are until the wait.
   names_[op.result()] = name(c);
@@ -589,7 +602,7 @@ bool KernelEmitter::emitWgmma(const Op &op) {
   // [K, N] tile by 16 rows. The offsets are constants once the loop is
   // unrolled, so each wgmma costs one add instead of a descriptor.
   auto kMajorStep = [&](int64_t rows) {
-    return fmt::format("kk / {} * {} + kk % {} * {}", perPanel, rows * kSwizzle128RowBytes, perPanel, 16 * elem);
+    return fmt::format("kk / {} * {} + kk % {} * {}", perPanel, rows * kSwizzle128RowBytes, perPanel, kStep * elem);
   };
   bool predicated = op.operands.size() == 4;
   const Op *commit = predicated ? committedWith(op) : nullptr;
@@ -627,18 +640,19 @@ bool KernelEmitter::emitWgmma(const Op &op) {
               64 * kSwizzle128RowBytes);
   // A product that starts from zeros overwrites its accumulator first.
   std::string accumulate = freshAccumulators_.count(c->definingOp) ? ", kk > 0" : "";
-  out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", k / 16));
+  out_.open(fmt::format("TKC_UNROLL for (int kk = 0; kk < {}; ++kk)", k / kStep));
   std::string descB = fmt::format("tkc::wgmma_desc_advance(b_desc, {})", stepB);
   if (aInRegisters) {
     // The warp's A fragment of the k16 step, as mma.sync would take it.
     std::string frag = fmt::format("{}[kk * 4", name(a));
-    out_.line("tkc::wgmma_rs_m64n{}k16_f32_{}<{}>({}, {} + 0], {} + 1], {} + 2], {} + 3], {}{});", n, type, transB ? 0 : 1,
-              name(c), frag, frag, frag, frag, descB, accumulate);
+    out_.line("{}<{}>({}, {} + 0], {} + 1], {} + 2], {} + 3], {}{});", wrapper, transB ? 0 : 1, name(c), frag, frag,
+              frag, frag, descB, accumulate);
   } else {
     std::string descA = fmt::format("tkc::wgmma_desc_advance(a_desc, {})",
                                     transA ? fmt::format("kk * {}", 16 * kSwizzle128RowBytes) : kMajorStep(a->type.shape[0]));
-    out_.line("tkc::wgmma_m64n{}k16_f32_{}<{}{}>({}, {}, {}{});", n, type, transB ? 0 : 1, transA ? ", 1" : "", name(c),
-              descA, descB, accumulate);
+    std::string templateArgs =
+        shape.eightBit() ? "" : fmt::format("<{}{}>", transB ? 0 : 1, transA ? ", 1" : "");
+    out_.line("{}{}({}, {}, {}{});", wrapper, templateArgs, name(c), descA, descB, accumulate);
   }
   out_.close();
   if (commit) {

@@ -161,6 +161,8 @@ bool KernelEmitter::emitMma(const Op &op) {
     return unsupported(op, "an mma B operand outside shared memory");
   if (d->type.layout.kind != LayoutKind::Acc)
     return unsupported(op, "an mma accumulator outside the accumulator layout");
+  if (isF8(a->type.dtype))
+    return unsupported(op, "mma.sync of 8-bit floats");
   std::string instruction = a->type.dtype == DType::F16 ? "tkc::mma_f16_16816" : "tkc::mma_bf16_16816";
   const Layout &layout = d->type.layout;
   const WarpCoords warp = warpCoords(layout);

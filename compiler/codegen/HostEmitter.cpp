@@ -17,6 +17,8 @@ const char *elementCType(DType dtype) {
   switch (dtype) {
   case DType::BF16: return "tkc::bf16";
   case DType::F16: return "tkc::f16";
+  case DType::F8E4M3: return "tkc::f8e4m3";
+  case DType::F8E5M2: return "tkc::f8e5m2";
   case DType::F32: return "float";
   case DType::I32: return "int";
   case DType::I1: return "bool";
@@ -281,8 +283,10 @@ bool emitTensorMapLaunch(const Kernel &k, const LaunchVariant &variant, const st
     std::string n = sourceIdentifier(use.global->nameHint);
     std::string map = locals.fresh(n + "_tmap");
     DType dtype = use.global->type.dtype;
+    // The copy engine moves 8-bit floats as bytes: it never converts them.
     const char *type = dtype == DType::BF16  ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
                        : dtype == DType::F32 ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"
+                       : isF8(dtype)         ? "CU_TENSOR_MAP_DATA_TYPE_UINT8"
                                              : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
     int bytes = dtypeBytes(dtype);
     out.line("CUtensorMap {};", map);
@@ -311,6 +315,9 @@ DLType dlType(DType dtype) {
   switch (dtype) {
   case DType::BF16: return {4, 16};
   case DType::F16: return {2, 16};
+  // DLPack's kDLFloat8_e4m3fn and kDLFloat8_e5m2.
+  case DType::F8E4M3: return {10, 8};
+  case DType::F8E5M2: return {12, 8};
   case DType::F32: return {2, 32};
   case DType::I32: return {0, 32};
   case DType::I1: return {6, 8};

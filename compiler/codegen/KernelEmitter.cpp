@@ -35,6 +35,8 @@ std::string KernelEmitter::cType(DType dtype) const {
   case DType::F32: return "float";
   case DType::BF16: return "tkc::bf16";
   case DType::F16: return "tkc::f16";
+  case DType::F8E4M3: return "tkc::f8e4m3";
+  case DType::F8E5M2: return "tkc::f8e5m2";
   }
   return "void";
 }

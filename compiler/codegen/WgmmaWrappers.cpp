@@ -8,7 +8,8 @@
 namespace tkc::codegen {
 
 std::string WgmmaShape::wrapperName() const {
-  return fmt::format("wgmma_{}m64n{}k16_f32_{}", aInRegisters ? "rs_" : "", n, elementType);
+  std::string types = eightBit() ? elementType + "_" + typeOfB() : elementType;
+  return fmt::format("wgmma_{}m64n{}k{}_f32_{}", aInRegisters ? "rs_" : "", n, k(), types);
 }
 
 namespace {
@@ -48,7 +49,8 @@ void asmBody(const WgmmaShape &shape, int predicate, const std::function<void()>
   out.indent();
   out.indent();
   out.line("\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\n\"", predicate);
-  out.line("\"wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} \"", shape.n, shape.elementType, shape.elementType);
+  out.line("\"wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} \"", shape.n, shape.k(), shape.elementType,
+           shape.typeOfB());
   registerList(0, regs, out);
   operands();
   accumulatorOperands(regs, out);
@@ -58,7 +60,24 @@ void asmBody(const WgmmaShape &shape, int predicate, const std::function<void()>
   out.close();
 }
 
+/// 8-bit floats: both operands K-major, the only form PTX has for them (no
+/// transpose operands).
+void sharedA8(const WgmmaShape &shape, CodeWriter &out) {
+  int regs = int(shape.n / 2);
+  out.line("// d (64 x {}) += a (64 x 32, {}) * b (32 x {}, {}), both K-major in shared memory;", shape.n,
+           shape.elementType, shape.n, shape.typeOfB());
+  out.line("// without `accumulate` d starts from zeros.");
+  out.line("__device__ __forceinline__ void {}(float (&d)[{}], uint64_t desc_a, uint64_t desc_b,", shape.wrapperName(),
+           regs);
+  out.line("    bool accumulate = true) {{");
+  asmBody(
+      shape, regs + 2, [&] { out.line("\"%{}, %{}, p, 1, 1;\\n}}\\n\"", regs, regs + 1); },
+      "\"l\"(desc_a), \"l\"(desc_b), \"r\"(int(accumulate))", out);
+}
+
 void sharedA(const WgmmaShape &shape, CodeWriter &out) {
+  if (shape.eightBit())
+    return sharedA8(shape, out);
   int regs = int(shape.n / 2);
   out.line("// d (64 x {}) += a (64 x 16) * b (16 x {}), {}, a and b in shared memory; without", shape.n, shape.n,
            shape.elementType);

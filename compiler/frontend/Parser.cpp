@@ -17,7 +17,7 @@ using ast::StmtKind;
 using ast::StmtPtr;
 
 bool isDTypeName(const std::string &name) {
-  return name == "bf16" || name == "f16" || name == "f32" || name == "i32";
+  return name == "bf16" || name == "f16" || name == "f32" || name == "i32" || name == "f8e4m3" || name == "f8e5m2";
 }
 
 /// Recursive descent over the token vector. A parse function that meets a

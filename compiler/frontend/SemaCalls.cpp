@@ -174,6 +174,10 @@ Type KernelChecker::checkConstantTile(const Expr &call) {
   if (!checkArgCount(call, isFill ? 2 : 1))
     return Type::invalid();
   Type tile = checkTileSpec(call.operand(0));
+  if (!tile.isInvalid() && isF8Elem(tile.elem)) {
+    report(call.operand(0).loc, DiagId::F8Constant, call.name, elemTypeName(tile.elem));
+    return Type::invalid();
+  }
   if (!isFill)
     return tile;
   const Expr &valueExpr = call.operand(1);
@@ -213,7 +217,7 @@ Type KernelChecker::checkMma(const Expr &call) {
     } else if (type->shape.size() != 2) {
       report(expr->loc, DiagId::MmaRankMismatch, which, shapeString(type->shape));
       ok = false;
-    } else if (type->elem != ElemType::BF16 && type->elem != ElemType::F16) {
+    } else if (type->elem != ElemType::BF16 && type->elem != ElemType::F16 && !isF8Elem(type->elem)) {
       report(expr->loc, DiagId::MmaDType, which, elemTypeName(type->elem));
       ok = false;
     } else if (type->shape[0] % 16 != 0 || type->shape[1] % 16 != 0) {
@@ -223,11 +227,32 @@ Type KernelChecker::checkMma(const Expr &call) {
   }
   if (!ok)
     return Type::invalid();
-  if (a.elem != b.elem) {
+  bool f8 = isF8Elem(a.elem) || isF8Elem(b.elem);
+  if (f8 && !(isF8Elem(a.elem) && isF8Elem(b.elem))) {
+    bool aIsF8 = isF8Elem(a.elem);
+    report(aIsF8 ? aExpr.loc : bExpr.loc, DiagId::MmaF8Mixed, elemTypeName(a.elem), elemTypeName(b.elem));
+    return Type::invalid();
+  }
+  // wgmma takes e4m3 and e5m2 in any pairing, so only 16-bit operands must
+  // match.
+  if (!f8 && a.elem != b.elem) {
     report(call.loc, DiagId::DTypeMismatch, "mma", elemTypeName(a.elem), elemTypeName(b.elem));
     return Type::invalid();
   }
+  if (f8 && specialization_.sm < 90) {
+    report(call.loc, DiagId::MmaF8Target, fmt::format("sm_{}", specialization_.sm));
+    return Type::invalid();
+  }
+  if (f8 && (a.transposed || !b.transposed)) {
+    report(a.transposed ? aExpr.loc : bExpr.loc, DiagId::MmaF8Layout,
+           a.transposed ? "the first operand is transposed" : "the second operand is not transposed");
+    return Type::invalid();
+  }
   int64_t m = a.transposed ? a.shape[1] : a.shape[0], k = a.transposed ? a.shape[0] : a.shape[1];
+  if (f8 && k % 32 != 0) {
+    report(aExpr.loc, DiagId::MmaF8K, k);
+    return Type::invalid();
+  }
   int64_t kb = b.transposed ? b.shape[1] : b.shape[0];
   int64_t n = b.transposed ? b.shape[0] : b.shape[1];
   if (k != kb) {
@@ -319,6 +344,14 @@ Type KernelChecker::checkCast(const Expr &call, ElemType to) {
   Type type = checkValue(call.operand(0));
   if (type.isInvalid())
     return type;
+  // 8-bit floats come from loads and go to f32, bf16 or f16 (exactly);
+  // nothing converts to them.
+  bool widens = isF8Elem(type.elem) && type.isTile() && isFloatElem(to);
+  if ((isF8Elem(type.elem) || isF8Elem(to)) && !widens) {
+    ElemType f8 = isF8Elem(type.elem) ? type.elem : to;
+    report(call.loc, DiagId::F8Conversion, elemTypeName(f8), elemTypeName(to), describeType(type));
+    return Type::invalid();
+  }
   type.elem = to;
   return type;
 }

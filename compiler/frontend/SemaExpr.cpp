@@ -251,6 +251,10 @@ bool KernelChecker::requireIntScalar(const Type &type, const std::string &what, 
 bool KernelChecker::requireNumeric(const Type &type, const std::string &what, SourceLocation loc) {
   if (type.isInvalid())
     return false;
+  if (isF8Elem(type.elem)) {
+    report(loc, DiagId::F8NotArithmetic, what, describeType(type));
+    return false;
+  }
   if (!isNumericElem(type.elem)) {
     report(loc, DiagId::NotNumeric, what, describeType(type));
     return false;

@@ -11,20 +11,23 @@ const char *elemTypeName(ElemType elem) {
   case ElemType::F32: return "f32";
   case ElemType::BF16: return "bf16";
   case ElemType::F16: return "f16";
+  case ElemType::F8E4M3: return "f8e4m3";
+  case ElemType::F8E5M2: return "f8e5m2";
   }
   return "?";
 }
 
 std::optional<ElemType> parseElemType(const std::string &name) {
   // i1 has no spelling in the language: it only comes out of comparisons.
-  for (ElemType elem : {ElemType::I32, ElemType::F32, ElemType::BF16, ElemType::F16})
+  for (ElemType elem : {ElemType::I32, ElemType::F32, ElemType::BF16, ElemType::F16, ElemType::F8E4M3, ElemType::F8E5M2})
     if (name == elemTypeName(elem))
       return elem;
   return std::nullopt;
 }
 
 bool isFloatElem(ElemType elem) { return elem == ElemType::F32 || elem == ElemType::BF16 || elem == ElemType::F16; }
-bool isNumericElem(ElemType elem) { return elem != ElemType::I1; }
+bool isNumericElem(ElemType elem) { return elem != ElemType::I1 && !isF8Elem(elem); }
+bool isF8Elem(ElemType elem) { return elem == ElemType::F8E4M3 || elem == ElemType::F8E5M2; }
 
 Type Type::scalar(ElemType elem) {
   Type type;

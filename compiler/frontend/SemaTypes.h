@@ -9,12 +9,15 @@
 namespace tkc::sema {
 
 /// I1 is the element type of comparison results (conditions and masks).
-enum class ElemType { I1, I32, F32, BF16, F16 };
+enum class ElemType { I1, I32, F32, BF16, F16, F8E4M3, F8E5M2 };
 
 const char *elemTypeName(ElemType elem);
 std::optional<ElemType> parseElemType(const std::string &name);
 bool isFloatElem(ElemType elem);
 bool isNumericElem(ElemType elem);
+/// f8e4m3 and f8e5m2: storage types only. Their tiles are loaded, converted
+/// (to f32, bf16 or f16) and multiplied by `mma`; no arithmetic takes them.
+bool isF8Elem(ElemType elem);
 
 struct Type {
   enum class Kind {

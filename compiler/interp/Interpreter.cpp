@@ -13,8 +13,31 @@ namespace tkc::interp {
 
 using namespace ir;
 
+namespace {
+
+/// Rounds an f32 to an 8-bit float of `mantissaBits` explicit mantissa bits
+/// whose normal exponents start at `minExponent`: to nearest, ties to even,
+/// with subnormals below 2^minExponent, and saturated to +-`maxNormal` as
+/// PTX `cvt.rn.satfinite` does (infinities included); NaN stays NaN.
+double roundToF8(float f, int mantissaBits, int minExponent, double maxNormal) {
+  if (std::isnan(f) || f == 0)
+    return f;
+  if (std::isinf(f))
+    return std::copysign(maxNormal, f);
+  int scale = std::max(std::ilogb(f), minExponent);
+  double rounded =
+      std::ldexp(std::nearbyint(std::ldexp(static_cast<double>(f), mantissaBits - scale)), scale - mantissaBits);
+  return std::fabs(rounded) > maxNormal ? std::copysign(maxNormal, rounded) : rounded;
+}
+
+} // namespace
+
 double roundTo(DType dtype, double value) {
   switch (dtype) {
+  // E4M3 has no infinities and gives its top mantissa code to NaN, so its
+  // largest finite value is 1.75 * 2^8; E5M2 keeps IEEE's layout.
+  case DType::F8E4M3: return roundToF8(static_cast<float>(value), 3, -6, 448.0);
+  case DType::F8E5M2: return roundToF8(static_cast<float>(value), 2, -14, 57344.0);
   case DType::I1: return value != 0 ? 1 : 0;
   case DType::I32: return static_cast<double>(static_cast<int32_t>(static_cast<int64_t>(value)));
   case DType::F32: return static_cast<double>(static_cast<float>(value));

@@ -78,7 +78,8 @@ private:
   Options options_;
 };
 
-/// Rounds to the nearest value of `dtype` (ties to even for bf16 and f16).
+/// Rounds to the nearest value of `dtype` (ties to even for bf16, f16 and
+/// the 8-bit floats, which saturate to their largest finite value).
 double roundTo(ir::DType dtype, double value);
 
 } // namespace tkc::interp

@@ -115,6 +115,17 @@ std::string checkSameDType(const Op &op, size_t first, size_t last) {
   return "";
 }
 
+/// 8-bit floats are loaded, converted and multiplied by mma, nothing else.
+std::string checkNotF8(const Op &op) {
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    if (isF8(operandType(op, i).dtype))
+      return fmt::format("operand #{} is {}, which takes no arithmetic", i, dtypeName(operandType(op, i).dtype));
+  for (size_t i = 0; i < op.results.size(); ++i)
+    if (isF8(op.results[i]->type.dtype))
+      return fmt::format("result #{} is {}, which only loads make", i, dtypeName(op.results[i]->type.dtype));
+  return "";
+}
+
 bool isArithmetic(OpKind kind) {
   switch (kind) {
   case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
@@ -141,6 +152,8 @@ std::string checkBinary(const Op &op) {
     return error;
   if (auto error = checkSameDType(op, 0, 1); !error.empty())
     return error;
+  if (auto error = checkNotF8(op); !error.empty())
+    return error;
   DType dtype = operandType(op, 0).dtype;
   bool logical = op.kind == OpKind::And || op.kind == OpKind::Or;
   if (logical && dtype != DType::I1)
@@ -154,6 +167,8 @@ std::string checkUnary(const Op &op) {
   if (auto error = checkCounts(op, 1, 1); !error.empty())
     return error;
   if (auto error = checkNoGlobalOperands(op); !error.empty())
+    return error;
+  if (auto error = checkNotF8(op); !error.empty())
     return error;
   DType dtype = operandType(op, 0).dtype;
   bool integerAllowed = op.kind == OpKind::Neg || op.kind == OpKind::Abs;
@@ -362,10 +377,20 @@ std::string checkProduct(const Op &op) {
     if (auto error = checkIntAttr(op, flag, Presence::Optional, 0, 1); !error.empty())
       return error;
   const Type &a = operandType(op, 0), &b = operandType(op, 1), &c = operandType(op, 2);
-  if (a.dtype != DType::BF16 && a.dtype != DType::F16)
-    return fmt::format("a operand must be bf16 or f16, but is {}", dtypeName(a.dtype));
-  if (b.dtype != a.dtype)
+  if (isF8(a.dtype) || isF8(b.dtype)) {
+    // wgmma pairs e4m3 and e5m2 freely, both operands K-major.
+    if (!isF8(a.dtype) || !isF8(b.dtype))
+      return fmt::format("an 8-bit float operand needs an 8-bit float partner, but a is {} and b is {}",
+                         dtypeName(a.dtype), dtypeName(b.dtype));
+    if (op.intAttr("trans_a") == 1 || op.intAttr("trans_b") != 1)
+      return "8-bit float operands are read K-major: a untransposed, b transposed (`trans_b = 1`)";
+    if (a.shape[1] % 32 != 0)
+      return fmt::format("8-bit float operands take k in steps of 32, but k is {}", a.shape[1]);
+  } else if (a.dtype != DType::BF16 && a.dtype != DType::F16) {
+    return fmt::format("a operand must be bf16, f16, f8e4m3 or f8e5m2, but is {}", dtypeName(a.dtype));
+  } else if (b.dtype != a.dtype) {
     return fmt::format("b operand must be {} like a, but is {}", dtypeName(a.dtype), dtypeName(b.dtype));
+  }
   if (c.dtype != DType::F32)
     return fmt::format("accumulator must be f32, but is {}", dtypeName(c.dtype));
   bool transA = op.intAttr("trans_a") == 1, transB = op.intAttr("trans_b") == 1;
@@ -401,6 +426,8 @@ std::string checkWgmma(const Op &op) {
     return error;
   const Type &a = operandType(op, 0), &c = operandType(op, 2);
   if (a.isRegister()) {
+    if (isF8(a.dtype))
+      return "an 8-bit float a operand must be in shared memory";
     if (a.layout.kind != LayoutKind::OperandA)
       return fmt::format("a operand in registers must be in #opa, but is {}", a.str());
     if (op.intAttr("trans_a") == 1)
@@ -432,6 +459,8 @@ std::string checkReduce(const Op &op) {
   const Type &x = operandType(op, 0), &result = resultType(op);
   if (!x.isTile() || x.shape.size() != 2)
     return fmt::format("operand must be a 2-d tile, but is {}", x.str());
+  if (auto error = checkNotF8(op); !error.empty())
+    return error;
   if (auto error = checkIntAttr(op, "axis", Presence::Required, 0, 1); !error.empty())
     return error;
   std::string kind = op.strAttr("kind");
@@ -601,6 +630,8 @@ std::string checkOpRules(const Op &op) {
       return fmt::format("condition must be i1, but is {}", operandType(op, 0).str());
     if (auto error = checkSameDType(op, 1, 2); !error.empty())
       return error;
+    if (auto error = checkNotF8(op); !error.empty())
+      return error;
     return checkElementwiseShapes(op, operandType(op, 1).dtype);
   case OpKind::Neg: case OpKind::Exp: case OpKind::Exp2: case OpKind::Log: case OpKind::Log2:
   case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Abs: case OpKind::Tanh:
@@ -609,18 +640,23 @@ std::string checkOpRules(const Op &op) {
   case OpKind::Cast:
     if (auto error = checkCounts(op, 1, 1); !error.empty())
       return error;
+    if (isF8(resultType(op).dtype) || (isF8(operandType(op, 0).dtype) && !isFloat(resultType(op).dtype)))
+      return fmt::format("an 8-bit float converts only to f32, bf16 or f16: {} to {}", dtypeName(operandType(op, 0).dtype),
+                         dtypeName(resultType(op).dtype));
     return checkElementwiseShapes(op, resultType(op).dtype);
   case OpKind::Fill:
     if (auto error = checkCounts(op, 0, 1); !error.empty())
       return error;
     if (!resultType(op).isTile())
       return fmt::format("result must be a tile, but is {}", resultType(op).str());
+    if (auto error = checkNotF8(op); !error.empty())
+      return error;
     return checkNumberAttr(op, "value", resultType(op).dtype);
   case OpKind::Undef:
     if (auto error = checkCounts(op, 0, 1); !error.empty())
       return error;
     // The interpreter fills it with NaN, which only floats can hold.
-    if (!resultType(op).isRegister() || !isFloat(resultType(op).dtype))
+    if (!resultType(op).isRegister() || !isFloat(resultType(op).dtype) || isF8(resultType(op).dtype))
       return fmt::format("result must be a float tile in registers, but is {}", resultType(op).str());
     return "";
   case OpKind::Iota: {

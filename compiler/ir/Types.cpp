@@ -11,12 +11,14 @@ const char *dtypeName(DType dtype) {
   case DType::F32: return "f32";
   case DType::BF16: return "bf16";
   case DType::F16: return "f16";
+  case DType::F8E4M3: return "f8e4m3";
+  case DType::F8E5M2: return "f8e5m2";
   }
   return "?";
 }
 
 std::optional<DType> parseDType(std::string_view name) {
-  for (DType d : {DType::I1, DType::I32, DType::F32, DType::BF16, DType::F16})
+  for (DType d : {DType::I1, DType::I32, DType::F32, DType::BF16, DType::F16, DType::F8E4M3, DType::F8E5M2})
     if (name == dtypeName(d))
       return d;
   return std::nullopt;
@@ -24,14 +26,17 @@ std::optional<DType> parseDType(std::string_view name) {
 
 int dtypeBytes(DType dtype) {
   switch (dtype) {
-  case DType::I1: return 1;
+  case DType::I1:
+  case DType::F8E4M3:
+  case DType::F8E5M2: return 1;
   case DType::BF16:
   case DType::F16: return 2;
   default: return 4;
   }
 }
 
-bool isFloat(DType dtype) { return dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::F16; }
+bool isFloat(DType dtype) { return dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::F16 || isF8(dtype); }
+bool isF8(DType dtype) { return dtype == DType::F8E4M3 || dtype == DType::F8E5M2; }
 
 std::string Layout::str() const {
   switch (kind) {

@@ -7,12 +7,15 @@
 
 namespace tkc::ir {
 
-enum class DType { I1, I32, F32, BF16, F16 };
+enum class DType { I1, I32, F32, BF16, F16, F8E4M3, F8E5M2 };
 
 const char *dtypeName(DType dtype);
 std::optional<DType> parseDType(std::string_view name);
 int dtypeBytes(DType dtype);
 bool isFloat(DType dtype);
+/// The 8-bit floats (OCP E4M3 without infinities, E5M2), which only loads,
+/// casts and matrix products take.
+bool isF8(DType dtype);
 
 /// Where a tile lives. `Unplaced` tiles come out of lowering; the layout
 /// pass decides between registers and shared memory.

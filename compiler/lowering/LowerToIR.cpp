@@ -23,6 +23,8 @@ ir::DType toIR(ElemType elem) {
   case ElemType::F32: return ir::DType::F32;
   case ElemType::BF16: return ir::DType::BF16;
   case ElemType::F16: return ir::DType::F16;
+  case ElemType::F8E4M3: return ir::DType::F8E4M3;
+  case ElemType::F8E5M2: return ir::DType::F8E5M2;
   }
   return ir::DType::F32;
 }

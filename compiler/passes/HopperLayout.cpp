@@ -76,6 +76,16 @@ constexpr int kMaxStages = 8;
 /// GEMM 4-5% faster than 3 stages and a whole one).
 constexpr int64_t kPreferredStages = 4;
 
+/// The first product of 8-bit floats, which only wgmma can run.
+Op *firstF8Product(Kernel &kernel) {
+  Op *found = nullptr;
+  walk(kernel.body, [&](Op &op) {
+    if (!found && op.kind == OpKind::Mma && isF8(op.operands[0]->type.dtype))
+      found = &op;
+  });
+  return found;
+}
+
 bool isPureScalar(const Op &op) {
   return op.body == nullptr && op.results.size() == 1 && op.result()->type.isScalar() && op.kind != OpKind::Load;
 }
@@ -109,10 +119,11 @@ bool isWgmmaStep(const GemmProduct &p, const Block &body) {
     if (load->operands[0]->type.dims.size() != 2 || load->listAttr("sizes").size() != 2)
       return false;
     DType d = load->result()->type.dtype;
-    if (d != DType::BF16 && d != DType::F16)
+    if (d != DType::BF16 && d != DType::F16 && !isF8(d))
       return false;
   }
-  if (p.loadA->result()->type.dtype != p.loadB->result()->type.dtype)
+  DType aType = p.loadA->result()->type.dtype, bType = p.loadB->result()->type.dtype;
+  if (aType != bType && !(isF8(aType) && isF8(bType))) // wgmma mixes e4m3 and e5m2
     return false;
   const Type &acc = mma.result()->type;
   if (!acc.isRegister() || acc.layout.kind != LayoutKind::Acc || acc.dtype != DType::F32)
@@ -122,10 +133,14 @@ bool isWgmmaStep(const GemmProduct &p, const Block &body) {
   const auto &bShape = p.loadB->result()->type.shape;
   bool transA = mma.intAttr("trans_a") != 0, transB = mma.intAttr("trans_b") != 0;
   int64_t bk = aShape[transA ? 0 : 1];
-  // 64 operand columns make one 128-byte swizzle panel: the A tile is then
-  // a single box and every k16 step sits inside it. Read transposed ([K, M],
-  // M-major), each consumer warpgroup's 64 rows of M are one panel.
-  if (bk != 64 || aShape[transA ? 1 : 0] != bm)
+  // One 128-byte swizzle panel of K (64 16-bit columns, 128 8-bit ones):
+  // the A tile is then a single box and every instruction's K step sits
+  // inside it. Read transposed ([K, M], M-major), each consumer
+  // warpgroup's 64 rows of M are one panel; 8-bit floats are read K-major
+  // only.
+  if (bk != kSwizzle128RowBytes / dtypeBytes(aType) || aShape[transA ? 1 : 0] != bm)
+    return false;
+  if (isF8(aType) && (transA || !transB))
     return false;
   if (transB ? (bShape[0] != bn || bShape[1] != bk) : (bShape[0] != bk || bShape[1] != bn))
     return false;
@@ -634,6 +649,11 @@ private:
       }
       if (f)
         layOutFused(kernel, *f, target, diags);
+      else if (Op *f8 = firstF8Product(kernel))
+        // mma.sync has no 8-bit float form on sm_90a.
+        diags.report(f8->loc, DiagId::F8MmaNotWgmma, kernel.name, target.name,
+                     "its loop is not one pipelined GEMM step of loaded tiles, A [BM, 128] and B [BN, 128] read as "
+                     "`b^T` (BM 64 or 128, BN 64, 128 or 256), each product on a carried accumulator of its own");
       else if (mmas > 0)
         // Correct code still, at half the tensor cores' rate or less: say
         // where the kernel leaves the shape the Hopper pipeline takes.

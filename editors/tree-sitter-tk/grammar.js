@@ -265,8 +265,8 @@ module.exports = grammar({
     // expr "+:" expr (start +: extent)
     range_subscript: $ => seq(field('start', $._expression), '+:', field('extent', $._expression)),
 
-    // dtype = "bf16" | "f16" | "f32" | "i32"
-    element_type: $ => choice('bf16', 'f16', 'f32', 'i32'),
+    // dtype = "bf16" | "f16" | "f32" | "i32" | "f8e4m3" | "f8e5m2"
+    element_type: $ => choice('bf16', 'f16', 'f32', 'i32', 'f8e4m3', 'f8e5m2'),
 
     identifier: $ => /[A-Za-z_][A-Za-z0-9_]*/,
 

@@ -26,11 +26,13 @@ STATUS_PAST_STRUCTURAL_CHECKS = (6, 9, 10)
 
 # (DLPack type code, bits) by tkc's names, and the reverse.
 DTYPE_CODES = {"bf16": (4, 16), "f16": (2, 16), "f32": (2, 32), "f64": (2, 64), "i32": (0, 32), "i64": (0, 64),
-               "i16": (0, 16), "i8": (0, 8), "u8": (1, 8), "i1": (6, 8)}
+               "i16": (0, 16), "i8": (0, 8), "u8": (1, 8), "i1": (6, 8),
+               "f8e4m3": (10, 8), "f8e5m2": (12, 8)}
 DTYPE_NAMES = {v: k for k, v in DTYPE_CODES.items()}
 # torch's dtype names -> tkc's.
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64", "int32": "i32",
-                "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "i1"}
+                "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "i1",
+                "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2"}
 
 
 class TkcDtype(ctypes.Structure):

@@ -125,7 +125,7 @@ def _codes():
         torch = sys.modules.get("torch")
         if torch is not None:
             _dtype_codes.update({getattr(torch, name): _abi.DTYPE_CODES[tkc]
-                                 for name, tkc in _abi.TORCH_DTYPES.items()})
+                                 for name, tkc in _abi.TORCH_DTYPES.items() if hasattr(torch, name)})
     return _dtype_codes
 
 

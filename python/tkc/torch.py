@@ -22,7 +22,7 @@ def _row_padded_strides(shape, dtype_bytes, alignment):
 
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "i32": torch.int32,
-                "i1": torch.bool}
+                "i1": torch.bool, "f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2}
 
 
 def output_shapes(info, inputs, constants=()):

@@ -142,7 +142,7 @@ def arg_cases(w):
 
 # A dtype of the same size as each (an f16 tensor in a bf16 kernel was once
 # launched and read as bf16).
-OTHER_DTYPE = {"bf16": "f16", "f16": "bf16", "f32": "i32"}
+OTHER_DTYPE = {"bf16": "f16", "f16": "bf16", "f32": "i32", "f8e4m3": "f8e5m2", "f8e5m2": "f8e4m3"}
 
 
 def corrupted_descs(w, size, overrides, target_param, how, base_of):
@@ -231,6 +231,8 @@ def run_argchecks_device(w, target, launcher, report, stream):
             t = torch.empty(n, device="cuda", dtype=wl.torch_dtype(p.dtype))
             if p.output:
                 t.fill_(float("nan"))
+            elif t.element_size() == 1 and t.is_floating_point():  # 8-bit floats draw no random numbers
+                t.copy_(torch.randn(n, device="cuda"))
             elif t.is_floating_point():
                 t.normal_()
             else:  # integer inputs (targets, indices): in range of any size

@@ -104,6 +104,34 @@ class LoadAndCall(unittest.TestCase):
         self.assertLess(rel(compiled(a, b), 2 * (a.double() @ b.double())), 1e-2)
 
 
+class Fp8Gemm(unittest.TestCase):
+    """examples/gemm_fp8.tk through the package: torch's float8 tensors go in
+    as they are, and the other 8-bit type is refused by name."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = tkc.load(EXAMPLES / "gemm_fp8.tk")
+
+    def test_matches_dequantised_float64(self):
+        m, n, k = 257, 520, 144
+        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+        sa, sb = torch.rand(m, device="cuda") + 0.5, torch.rand(n, device="cuda") + 0.5
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        self.lib.gemm_fp8(a, b, sa, sb, c)
+        ref = (a.float().double() @ b.float().double().t()) * sa.double()[:, None] * sb.double()[None, :]
+        self.assertLess(rel(c, ref), 1e-2)
+
+    def test_the_other_fp8_type_is_refused(self):
+        a = torch.randn(128, 128, device="cuda").to(torch.float8_e5m2)
+        b = torch.randn(128, 128, device="cuda").to(torch.float8_e4m3fn)
+        s = torch.ones(128, device="cuda")
+        c = torch.empty(128, 128, device="cuda", dtype=torch.bfloat16)
+        with self.assertRaisesRegex(tkc.DTypeError, "A must be f8e4m3, not f8e5m2"):
+            self.lib.gemm_fp8(a, b, s, s, c)
+        self.assertTrue(context_usable())
+
+
 def attention_inputs(b=2, h=3, n=150, d=64, requires_grad=False):
     return [torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16, requires_grad=requires_grad)
             for _ in range(3)]

@@ -12,11 +12,13 @@ Sizes are plain dicts. torch is imported only inside methods.
 """
 
 
-DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "i32": 4}
+DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "i32": 4, "f8e4m3": 1, "f8e5m2": 1}
 
 
 def torch_dtype(name):
     import torch
+    if name.startswith("f8"):
+        return {"f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2}[name]
     return {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "i32": torch.int32}[name]
 
 

@@ -1,6 +1,6 @@
 """The kernels the GPU harness checks and benchmarks (a class each, in
-workloads_matmul.py, workloads_rows.py, workloads_resln.py and
-workloads_xent.py;
+workloads_matmul.py, workloads_fp8.py, workloads_rows.py, workloads_resln.py
+and workloads_xent.py;
 workload_base.py says what a workload is), the harness's own smoke test,
 and how a run picks them.
 Sizes are plain dicts; torch is imported only inside methods.
@@ -12,6 +12,7 @@ from workload_base import DTYPE_BYTES, Param, Workload, numel, torch_dtype  # no
 from workloads_matmul import AttnBwd, AttnFwd, Gemm, GemmSplitK, GemmTN, LinearGelu, SwiGlu
 from workloads_rows import (BiasGrad, GeluBwd, LayerNorm, LayerNormBwd, RmsNorm, RmsNormBwd, Rotary, RotaryBwd,
                             Softmax)
+from workloads_fp8 import GemmFp8
 from workloads_resln import ResidualLayerNorm, ResidualLayerNormBwd
 from workloads_xent import CrossEntropy, CrossEntropyFused, CrossEntropyTrain
 
@@ -61,7 +62,7 @@ class SelftestAxpy(Workload):
 
 WORKLOADS = [Gemm(), GemmTN(), GemmSplitK(), AttnFwd(), AttnBwd(), LayerNorm(), LayerNormBwd(), BiasGrad(), Softmax(),
              RmsNorm(), RmsNormBwd(), Rotary(), RotaryBwd(), CrossEntropy(), CrossEntropyTrain(), CrossEntropyFused(),
-             LinearGelu(), GeluBwd(), SwiGlu(), ResidualLayerNorm(), ResidualLayerNormBwd()]
+             LinearGelu(), GeluBwd(), SwiGlu(), ResidualLayerNorm(), ResidualLayerNormBwd(), GemmFp8()]
 SELFTEST = SelftestAxpy()
 BY_NAME = {w.name: w for w in WORKLOADS + [SELFTEST]}
 ALIASES = {"selftest": "axpy", "attention_fwd": "attn_fwd", "attn": "attn_fwd", "attention_bwd": "attn_bwd",

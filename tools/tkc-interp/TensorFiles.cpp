@@ -13,7 +13,7 @@ namespace {
 
 using ir::DType;
 
-size_t elementBytes(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16 ? 2 : 4; }
+size_t elementBytes(DType dtype) { return static_cast<size_t>(ir::dtypeBytes(dtype)); }
 
 uint32_t floatBits(float f) {
   uint32_t bits;
@@ -55,12 +55,54 @@ double halfValue(uint16_t bits) {
   return sign * std::ldexp(mantissa + 1024, exponent - 25);
 }
 
+/// An 8-bit float's fields: explicit mantissa bits and exponent bias.
+struct F8Format {
+  int mantissa, bias;
+  bool e4m3;
+};
+F8Format f8Format(DType dtype) { return dtype == DType::F8E4M3 ? F8Format{3, 7, true} : F8Format{2, 15, false}; }
+
+/// The 8-bit pattern of a value the format holds exactly (the interpreter
+/// rounds every 8-bit float it writes); infinity is E5M2's own, E4M3's
+/// largest finite value.
+uint8_t f8Bits(DType dtype, double value) {
+  F8Format f = f8Format(dtype);
+  uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  double magnitude = std::fabs(value);
+  if (std::isnan(value))
+    return 0x7f;
+  if (std::isinf(value))
+    return sign | (f.e4m3 ? 0x7e : 0x7c);
+  int minExponent = 1 - f.bias;
+  if (magnitude < std::ldexp(1.0, minExponent)) // subnormal
+    return sign | static_cast<uint8_t>(std::nearbyint(std::ldexp(magnitude, f.mantissa - minExponent)));
+  int exponent = std::ilogb(magnitude);
+  auto mantissa = static_cast<int>(std::nearbyint(std::ldexp(magnitude, f.mantissa - exponent))) - (1 << f.mantissa);
+  return sign | static_cast<uint8_t>(((exponent + f.bias) << f.mantissa) + mantissa);
+}
+
+double f8Value(DType dtype, uint8_t bits) {
+  F8Format f = f8Format(dtype);
+  double sign = bits & 0x80 ? -1 : 1;
+  int exponent = (bits & 0x7f) >> f.mantissa, mantissa = bits & ((1 << f.mantissa) - 1);
+  int maxExponent = (1 << (7 - f.mantissa)) - 1;
+  if (f.e4m3 && exponent == maxExponent && mantissa == 7)
+    return NAN;
+  if (!f.e4m3 && exponent == maxExponent)
+    return mantissa ? NAN : sign * INFINITY;
+  if (exponent == 0)
+    return sign * std::ldexp(mantissa, 1 - f.bias - f.mantissa);
+  return sign * std::ldexp(mantissa + (1 << f.mantissa), exponent - f.bias - f.mantissa);
+}
+
 void encode(DType dtype, double value, char *out) {
   uint32_t word = 0;
   switch (dtype) {
   case DType::BF16: word = floatBits(static_cast<float>(value)) >> 16; break;
   case DType::F16: word = halfBits(value); break;
   case DType::F32: word = floatBits(static_cast<float>(value)); break;
+  case DType::F8E4M3:
+  case DType::F8E5M2: word = f8Bits(dtype, value); break;
   default: word = static_cast<uint32_t>(static_cast<int32_t>(value)); break;
   }
   for (size_t i = 0; i < elementBytes(dtype); ++i)
@@ -75,6 +117,8 @@ double decode(DType dtype, const unsigned char *in) {
   case DType::BF16: return bitsFloat(word << 16);
   case DType::F16: return halfValue(static_cast<uint16_t>(word));
   case DType::F32: return bitsFloat(word);
+  case DType::F8E4M3:
+  case DType::F8E5M2: return f8Value(dtype, static_cast<uint8_t>(word));
   default: return static_cast<int32_t>(word);
   }
 }

@@ -26,7 +26,8 @@
 # 6-8 minutes; --budget (560 s) bounds them.
 # Needs build/tools/tkc and build/nanogpt/{meta.json,train.bin,val.bin}
 # (examples/nanogpt/prepare.py) from the machine that built tkc.
-# Logs and plots: $OUT/{build_*,check,char,bench}.log, $OUT/char/compare.{png,csv,json},
+# Logs and plots: $OUT/{build_*,host,test_nanogpt,char,bench}.log (not check.log, which
+# run_on_device.sh writes), $OUT/char/compare.{png,csv,json},
 # $OUT/bench/bench.{md,json}.
 #
 # Usage: tools/gpu/nanogpt_run.sh [--parts build,host,check,char,bench] [--steps N] [--batch B]
@@ -90,8 +91,8 @@ if has_part host; then
 fi
 
 if has_part check; then
-  run check.log 150 python3 tools/gpu/test_nanogpt.py || status=1
-  ((dry)) || tail -4 "$final/check.log"
+  run test_nanogpt.log 150 python3 tools/gpu/test_nanogpt.py || status=1
+  ((dry)) || tail -4 "$final/test_nanogpt.log"
 fi
 
 if has_part char; then

@@ -321,7 +321,8 @@ bool KernelEmitter::emitOp(const Op &op) {
     int64_t slotBytes = slot.numElements() * dtypeBytes(slot.dtype);
     std::string dst = (CExpr::text(name(op.operands[0])) + scalarExpr(op.operands[1]) * CExpr::integer(slotBytes)).str();
     if (copiesElementwise(op))
-      emitVectorCopy(op, dst, slot, op.operands[3], 4, scalar(op.operands[2]), "int(threadIdx.x)", kernel_.warps * Target::kWarpSize);
+      emitVectorCopy(op, dst, slot, op.operands[3], 4, scalar(op.operands[2]), "int(threadIdx.x)",
+                     kernel_.warps * Target::kWarpSize);
     else
       emitSharedCopy(op, dst, slot, op.operands[3], 4, scalar(op.operands[2]));
     return true;

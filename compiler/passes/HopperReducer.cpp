@@ -182,7 +182,8 @@ public:
 
   bool run() {
     int64_t consumerThreads = Target::kWarpgroupThreads * a_.consumer->intAttr("warpgroups", 1);
-    int64_t producerRegisters = Target::kWarpgroupThreads * a_.producer->intAttr("warpgroups", 1) * a_.producer->intAttr("regs");
+    int64_t producerRegisters =
+        Target::kWarpgroupThreads * a_.producer->intAttr("warpgroups", 1) * a_.producer->intAttr("regs");
     // A block that shares the multiprocessor with another keeps its
     // registers: the reducer would take the second block's.
     if (2 * (producerRegisters + consumerThreads * a_.consumer->intAttr("regs")) <= target_.registersPerSm)

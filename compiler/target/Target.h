@@ -57,8 +57,8 @@ struct Target {
   /// fp8 (e4m3, e5m2) products: this compiler emits them as wgmma only, so
   /// they need sm_90a although sm_89's mma.sync has them too.
   bool hasF8Mma() const { return hasWarpgroupMma(); }
-  /// The sm_90a instruction set as a whole (wgmma, TMA, setmaxnreg,
-  /// clusters' mbarriers): what the hopper passes and ops are written against.
+  /// The sm_90a instruction set as a whole (wgmma, TMA with mbarrier
+  /// transaction counts, setmaxnreg): what the hopper ops are written against.
   bool hasHopperInstructions() const {
     return hasWarpgroupMma() && hasTensorMemoryAccelerator() && hasRegisterReallocation();
   }

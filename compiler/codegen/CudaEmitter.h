@@ -1,7 +1,7 @@
 #pragma once
 #include "ir/IR.h"
-#include "passes/Pass.h"
 #include "support/Diagnostics.h"
+#include "target/Target.h"
 
 #include <string>
 #include <vector>

@@ -54,7 +54,7 @@ int KernelEmitter::blocksForRoleRegisters() const {
   int64_t registers = 0;
   walk(const_cast<Block &>(kernel_.body), [&](Op &op) {
     if (op.kind == OpKind::WarpgroupRole)
-      registers += op.intAttr("warpgroups") * 128 * op.intAttr("regs");
+      registers += op.intAttr("warpgroups") * Target::kWarpgroupThreads * op.intAttr("regs");
   });
   return registers == 0 ? 0 : static_cast<int>(std::max<int64_t>(1, target_.registersPerSm / registers));
 }
@@ -97,7 +97,7 @@ static bool tileIsInnermost(const Op &copy) {
 }
 
 bool KernelEmitter::emitHopperOp(const Op &op) {
-  if (target_.computeCapability < 90)
+  if (!target_.hasHopperInstructions())
     return unsupported(op, fmt::format("operation `{}`", mnemonicOf(op.kind)));
   switch (op.kind) {
   case OpKind::GridSize:
@@ -200,7 +200,7 @@ bool KernelEmitter::emitHopperOp(const Op &op) {
     // Named barriers: 1 + warpgroup for one warpgroup, kRoleBarrier for a
     // whole role (the consumers), 8 and up for taking turns.
     if (op.intAttr("all") == 1)
-      out_.line("tkc::named_barrier_sync({}, {});", kRoleBarrier, currentRoleWarpgroups_ * 128);
+      out_.line("tkc::named_barrier_sync({}, {});", kRoleBarrier, currentRoleWarpgroups_ * Target::kWarpgroupThreads);
     else
       out_.line("tkc::warpgroup_sync(1 + warp / 4);");
     return true;

@@ -365,7 +365,7 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
   int64_t cols = tile.shape.back();
   int64_t chunksPerRow = cols * bytes / 16;
   int64_t total = rows * chunksPerRow;
-  int threads = kernel_.warps * 32;
+  int threads = kernel_.warps * Target::kWarpSize;
   int64_t iterations = (total + threads - 1) / threads;
   int perChunk = 16 / bytes;
   std::vector<std::string> uniform; // the same for every chunk of the tile

@@ -190,7 +190,7 @@ std::optional<std::vector<std::string>> emitGridExtents(const Kernel &k, std::ma
 /// Kernels that need more than 48 KiB of dynamic shared memory must say so
 /// before their first launch on each device.
 void emitSharedMemoryOptIn(const LaunchVariant &variant, const std::string &fn, CodeWriter &out) {
-  if (variant.sharedBytes <= 48 * 1024)
+  if (variant.sharedBytes <= Target::kDefaultSharedBytes)
     return;
   out.line("static tkc::host::PerDevice shared_memory_allowed;");
   out.line("if (const int status = tkc::host::allow_shared_memory({}_message, shared_memory_allowed, device, "
@@ -205,7 +205,7 @@ void emitLaunch(const LaunchVariant &variant, const std::vector<std::string> &ar
   std::string argText;
   for (size_t i = 0; i < args.size(); ++i)
     argText += (i ? ", " : "") + args[i];
-  out.line("{}<<<grid, {}, {}, cuda_stream>>>({});", variant.functionName, variant.kernel->warps * 32,
+  out.line("{}<<<grid, {}, {}, cuda_stream>>>({});", variant.functionName, variant.kernel->warps * Target::kWarpSize,
            variant.sharedBytes, argText);
   out.line("const cudaError_t status = cudaGetLastError();");
   out.line("if (status != cudaSuccess) return {}_fail(TKC_ERROR_LAUNCH, \"launch failed: %s\", cudaGetErrorString(status));",
@@ -587,7 +587,7 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
   out.line("int device = 0, capability = 0;");
   out.line("if (const int status = tkc::host::current_device({}_message, &device, &capability)) return status;", fn);
   int cc = target.computeCapability;
-  bool archSpecific = target.name.back() == 'a'; // sm_90a code runs on 9.0 only
+  bool archSpecific = target.isArchSpecific();
   out.line("if ({}) return {}_fail(TKC_ERROR_NO_TARGET, \"this is {} code; device %d is sm_%d\", device, capability);",
            archSpecific ? fmt::format("capability != {}", cc) : fmt::format("capability < {}", cc), fn,
            archSpecific ? target.name : target.name + " (and newer)");

@@ -1,8 +1,8 @@
 #pragma once
 #include "codegen/CodeWriter.h"
 #include "ir/IR.h"
-#include "passes/Pass.h"
 #include "support/Diagnostics.h"
+#include "target/Target.h"
 
 #include <map>
 #include <string>

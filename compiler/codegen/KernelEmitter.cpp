@@ -182,7 +182,7 @@ bool KernelEmitter::emit() {
     }
   }
   addTensorMapParams(params); // sm_90a: tensor maps of the bulk copies
-  int threads = kernel_.warps * 32;
+  int threads = kernel_.warps * Target::kWarpSize;
   if (!lineFile_.empty())
     out_.line("#line {} {}", kernel_.loc.line, lineFile_);
   out_.line("// {}:{}: kernel {}", sourceName_, kernel_.loc.line, kernel_.name);
@@ -210,7 +210,7 @@ bool KernelEmitter::emit() {
   // Arch-specific code (sm_90a) compiles only where its instructions exist:
   // a file built for several architectures gets a stub elsewhere, which
   // the launcher never picks.
-  bool archSpecific = target_.name.back() == 'a';
+  bool archSpecific = target_.isArchSpecific();
   if (archSpecific) {
     out_.line("#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM{}_ALL)", target_.computeCapability);
     out_.line("__trap();");
@@ -321,7 +321,8 @@ bool KernelEmitter::emitOp(const Op &op) {
     int64_t slotBytes = slot.numElements() * dtypeBytes(slot.dtype);
     std::string dst = (CExpr::text(name(op.operands[0])) + scalarExpr(op.operands[1]) * CExpr::integer(slotBytes)).str();
     if (copiesElementwise(op))
-      emitVectorCopy(op, dst, slot, op.operands[3], 4, scalar(op.operands[2]), "int(threadIdx.x)", kernel_.warps * 32);
+      emitVectorCopy(op, dst, slot, op.operands[3], 4, scalar(op.operands[2]), "int(threadIdx.x)",
+                     kernel_.warps * Target::kWarpSize);
     else
       emitSharedCopy(op, dst, slot, op.operands[3], 4, scalar(op.operands[2]));
     return true;

@@ -1,12 +1,12 @@
 #pragma once
 #include "codegen/CodeWriter.h"
 #include "codegen/Expressions.h"
-#include "codegen/Identifiers.h"
 #include "codegen/Fragments.h"
+#include "codegen/Identifiers.h"
 #include "codegen/WgmmaWrappers.h"
 #include "ir/IR.h"
-#include "passes/Pass.h"
 #include "support/Diagnostics.h"
+#include "target/Target.h"
 
 #include <map>
 #include <optional>

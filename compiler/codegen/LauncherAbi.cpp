@@ -92,7 +92,7 @@ std::vector<const Target *> dispatchOrder(const std::vector<TargetLaunch> &targe
   std::vector<const Target *> order;
   for (const TargetLaunch &launch : targets)
     order.push_back(launch.target);
-  auto archSpecific = [](const Target *t) { return t->name.back() == 'a'; };
+  auto archSpecific = [](const Target *t) { return t->isArchSpecific(); };
   std::stable_sort(order.begin(), order.end(), [&](const Target *a, const Target *b) {
     if (archSpecific(a) != archSpecific(b))
       return archSpecific(a);
@@ -117,7 +117,7 @@ void emitDispatcher(const std::string &fn, const LauncherShape &shape, const std
            targetSymbol(*targets[0].target), args);
   std::vector<std::string> names;
   for (const Target *target : dispatchOrder(targets)) {
-    bool archSpecific = target->name.back() == 'a';
+    bool archSpecific = target->isArchSpecific();
     out.line("if (capability {} {}) return {}_{}({});", archSpecific ? "==" : ">=", target->computeCapability, fn,
              targetSymbol(*target), args);
   }

@@ -1,4 +1,5 @@
 #include "frontend/KernelChecker.h"
+#include "target/Target.h"
 
 #include <fmt/format.h>
 
@@ -239,7 +240,8 @@ Type KernelChecker::checkMma(const Expr &call) {
     report(call.loc, DiagId::DTypeMismatch, "mma", elemTypeName(a.elem), elemTypeName(b.elem));
     return Type::invalid();
   }
-  if (f8 && specialization_.sm < 90) {
+  const Target *target = Target::forComputeCapability(specialization_.sm);
+  if (f8 && !(target && target->hasF8Mma())) {
     report(call.loc, DiagId::MmaF8Target, fmt::format("sm_{}", specialization_.sm));
     return Type::invalid();
   }

@@ -1,14 +1,12 @@
 // How many 32-bit registers a thread spends on register tiles: per value,
 // from its layout, and for a kernel, on the values live at once. The passes
 // that size fragments to a register budget, the code generator and its
-// register-pressure warning all count with these.
+// register-pressure warning all count with these; what a thread may have
+// is a fact of the target (Target::maxThreadRegisters).
 #pragma once
 #include "ir/IR.h"
 
 namespace tkc::ir {
-
-/// Registers a thread can have (PTX's limit; more spill to local memory).
-constexpr int64_t kMaxThreadRegisters = 255;
 
 /// 32-bit registers each thread holds of a register tile or vector: its
 /// share of the elements under its layout, copies included (an OperandA

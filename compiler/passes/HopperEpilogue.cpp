@@ -212,7 +212,7 @@ public:
     return "sm_90a: store marked accumulator tiles through shared memory with bulk tensor copies";
   }
   bool run(Module &module, const Target &target, DiagnosticEngine &) override {
-    if (target.computeCapability < 90)
+    if (!target.hasTensorMemoryAccelerator())
       return true;
     for (auto &kernel : module.kernels) {
       std::vector<Op *> marked;

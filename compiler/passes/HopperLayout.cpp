@@ -482,7 +482,7 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel, FusedMismatch &mismatch)
     if (byColumns && acc.layout.warpsM * acc.layout.warpsN != f.warps)
       return no(op.get(), "this 64-row product is not spread over all the kernel's warps");
     int64_t groups = byColumns ? f.warps / 4 : 1;
-    if (acc.dtype != DType::F32 || n % groups != 0 || !isWgmmaWidth(n / groups))
+    if (acc.dtype != DType::F32 || n % groups != 0 || !Target::isWgmmaWidth(n / groups))
       return no(op.get(), fmt::format("this product's result is not f32 of a width wgmma has ({} columns a warpgroup)",
                                       n / groups));
     if (!(inLoopLoad(b) || residentB))
@@ -586,7 +586,7 @@ FusedBudget budgetOf(const FusedLoop &f, const Target &target) {
     if (std::find(late.begin(), late.end(), load) != late.end())
       b.lateBytes += bytes;
   }
-  b.roomBytes = target.sharedMemoryPerBlock(intendedBlocksPerSm(f.warps)) - kReservedSharedBytes - b.fixedBytes;
+  b.roomBytes = target.sharedMemoryPerBlock(intendedBlocksPerSm(f.warps)) - Target::kReservedSharedBytes - b.fixedBytes;
   return b;
 }
 
@@ -614,7 +614,7 @@ public:
     return "sm_90a: choose wgmma accumulator and 128-byte-swizzled operand layouts and the pipeline depth";
   }
   bool run(Module &module, const Target &target, DiagnosticEngine &diags) override {
-    if (target.computeCapability < 90)
+    if (!target.hasHopperInstructions())
       return true;
     bool ok = true;
     for (auto &kernel : module.kernels)
@@ -685,7 +685,7 @@ private:
     int64_t asked = m.loop->intAttr("stages", 2);
     // Beside the stages: the mbarriers (in the reserve) and whatever else
     // the kernel keeps in shared memory.
-    int64_t fixed = kReservedSharedBytes + otherSharedBytes(kernel, m.loads);
+    int64_t fixed = Target::kReservedSharedBytes + otherSharedBytes(kernel, m.loads);
     int64_t free = target.sharedMemoryBytes - fixed;
     // With no staging tiles at all, as many stages fit; the source's depth
     // gives way to shared memory, down to kMinStages.
@@ -794,7 +794,7 @@ private:
     // Deeper than fits the two blocks a multiprocessor `room` is sized for,
     // the source's depth runs in one block's shared memory, as deep as that
     // holds.
-    int64_t fixed = kReservedSharedBytes + budget.fixedBytes;
+    int64_t fixed = Target::kReservedSharedBytes + budget.fixedBytes;
     int64_t deepest = (target.sharedMemoryBytes - fixed) / stageBytes;
     if (stages > deepest) {
       diags.report(f.loop->loc, DiagId::PipelineStagesLowered, asked, deepest, asked, asked * stageBytes + fixed,

@@ -131,7 +131,7 @@ public:
     return "sm_90a: load a resident A operand of narrow products into registers once";
   }
   bool run(Module &module, const Target &target, DiagnosticEngine &) override {
-    if (target.computeCapability < 90)
+    if (!target.hasWarpgroupMma())
       return true;
     for (auto &kernel : module.kernels)
       convertResidentOperands(*kernel);

@@ -781,7 +781,7 @@ public:
     return "sm_90a: split a wgmma loop into a TMA producer and a wgmma consumer joined by mbarriers";
   }
   bool run(Module &module, const Target &target, DiagnosticEngine &diags) override {
-    if (target.computeCapability < 90)
+    if (!target.hasTensorMemoryAccelerator())
       return true;
     for (auto &kernel : module.kernels) {
       std::vector<Op *> loops;

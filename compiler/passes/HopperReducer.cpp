@@ -181,8 +181,9 @@ public:
       : kernel_(kernel), r_(r), a_(a), target_(target) {}
 
   bool run() {
-    int64_t consumerThreads = 128 * a_.consumer->intAttr("warpgroups", 1);
-    int64_t producerRegisters = 128 * a_.producer->intAttr("warpgroups", 1) * a_.producer->intAttr("regs");
+    int64_t consumerThreads = Target::kWarpgroupThreads * a_.consumer->intAttr("warpgroups", 1);
+    int64_t producerRegisters =
+        Target::kWarpgroupThreads * a_.producer->intAttr("warpgroups", 1) * a_.producer->intAttr("regs");
     // A block that shares the multiprocessor with another keeps its
     // registers: the reducer would take the second block's.
     if (2 * (producerRegisters + consumerThreads * a_.consumer->intAttr("regs")) <= target_.registersPerSm)
@@ -193,7 +194,7 @@ public:
     // The reducer's one warpgroup holds all of the product's columns.
     whole_ = acc.withLayout(MemSpace::Register, {LayoutKind::Acc, 4, 1});
     int64_t reducerRegs = (passes::threadRegisters(whole_) + kReducerOverhead + 7) / 8 * 8;
-    int64_t left = target_.registersPerSm - producerRegisters - 128 * reducerRegs;
+    int64_t left = target_.registersPerSm - producerRegisters - Target::kWarpgroupThreads * reducerRegs;
     int64_t consumerRegs = std::min<int64_t>(a_.consumer->intAttr("regs"), roundDownTo8(left / consumerThreads));
     if (consumerLoopRegisters(kernel_, r_, *a_.consumer) + passes::kRegisterHeadroom > consumerRegs)
       return false;
@@ -361,7 +362,7 @@ public:
     return "sm_90a: run a product that only feeds a bulk addition in a warpgroup of its own";
   }
   bool run(Module &module, const Target &target, DiagnosticEngine &) override {
-    if (target.computeCapability < 90)
+    if (!target.hasRegisterReallocation())
       return true;
     for (auto &kernel : module.kernels) {
       auto anchors = anchorsOf(*kernel);

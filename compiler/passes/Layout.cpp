@@ -64,7 +64,7 @@ int64_t carriedRegisters(const Op &loop, int warps) {
   for (auto &result : loop.results)
     if (result->type.isTile())
       words += result->type.numElements() * dtypeBytes(result->type.dtype) / 4;
-  return words / (warps * 32);
+  return words / (warps * Target::kWarpSize);
 }
 
 /// Registers per thread of the largest product computed afresh in each
@@ -74,7 +74,7 @@ int64_t largestFreshProduct(const Op &loop, int warps) {
   for (auto &op : loop.body->ops)
     if (op->kind == OpKind::Mma && op->operands[2]->definingOp && op->operands[2]->definingOp->kind == OpKind::Fill)
       words = std::max(words, op->result()->type.numElements() * dtypeBytes(op->result()->type.dtype) / 4);
-  return words / (warps * 32);
+  return words / (warps * Target::kWarpSize);
 }
 
 bool isElementwise(OpKind kind) {

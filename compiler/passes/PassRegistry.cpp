@@ -32,17 +32,6 @@ constexpr std::pair<const char *, Factory> kPasses[] = {
 };
 } // namespace
 
-const Target *Target::lookup(const std::string &name) {
-  // 227 KiB is the opt-in shared memory per block on sm_90; 163 KiB on sm_80.
-  static const Target sm80{"sm_80", 80, 163 * 1024, 164 * 1024, 32};
-  static const Target sm90a{"sm_90a", 90, 227 * 1024, 228 * 1024, 32};
-  if (name == "sm_80")
-    return &sm80;
-  if (name == "sm_90a")
-    return &sm90a;
-  return nullptr;
-}
-
 std::vector<std::unique_ptr<Pass>> createPipeline() {
   // tail runs before layout so that the masks it inserts get layouts like
   // any other elementwise op; fold runs again after pipelining to drop the

@@ -79,14 +79,15 @@ Type i32() { return Type::scalar(DType::I32); }
 int64_t producerIssuers(Op &producerLoop) {
   bool warpCopies = false;
   walk(*producerLoop.body, [&](Op &op) { warpCopies |= op.kind == OpKind::WarpCopy; });
-  return warpCopies ? 32 : 1;
+  return warpCopies ? Target::kWarpSize : 1;
 }
 
 /// Registers per consumer thread when the producer keeps its minimum and
 /// `blocks` blocks share the register file.
 int consumerRegisters(const Target &target, int consumerWarps, int blocks) {
   return std::min(kMaxRegisters,
-                  (target.registersPerSm / blocks - 128 * kProducerRegisters) / (consumerWarps * 32) / 8 * 8);
+                  (target.registersPerSm / blocks - Target::kWarpgroupThreads * kProducerRegisters) /
+                      (consumerWarps * Target::kWarpSize) / 8 * 8);
 }
 
 /// The shared bytes the kernel will need: its buffers, counted one after
@@ -564,7 +565,7 @@ private:
     for (Op *copy : onceCopies_)
       if (copy->kind == OpKind::TmaLoad && buffers.insert(copy->operands[0]).second)
         extra += passes::sharedBufferBytes(copy->operands[0]->type);
-    if (plannedSharedBytes(kernel_) + extra + kReservedSharedBytes > target_.sharedMemoryPerBlock(blocks))
+    if (plannedSharedBytes(kernel_) + extra + Target::kReservedSharedBytes > target_.sharedMemoryPerBlock(blocks))
       return;
     for (Value *buffer : buffers)
       buffer->type.stages = 2;
@@ -732,7 +733,7 @@ public:
     return "sm_90a: run producer and consumer loops in their own warpgroups with setmaxnreg, over a persistent grid";
   }
   bool run(Module &module, const Target &target, DiagnosticEngine &diags) override {
-    if (target.computeCapability < 90)
+    if (!target.hasRegisterReallocation())
       return true;
     for (auto &kernel : module.kernels) {
       Op *producer = nullptr, *consumer = nullptr;

@@ -130,7 +130,7 @@ TEST(Codegen, WarpCopyNeedsAWarpOfIssuers) {
 TEST(Codegen, WgmmaWrapperForEveryWidth) {
   int widths = 0;
   for (int64_t n = 1; n <= 512; ++n) {
-    if (!isWgmmaWidth(n))
+    if (!Target::isWgmmaWidth(n))
       continue;
     ++widths;
     int64_t regs = n / 2;

@@ -116,17 +116,17 @@ def describe(obj, param, kernel):
 # rather than tens per tensor.
 _PACKED = struct.Struct("<IIBBHiQii6q6q")
 _NO_DIMS = tuple((0,) * (_abi.MAX_RANK - r) for r in range(_abi.MAX_RANK + 1))
-_dtype_codes = {}   # tkc's dtype names, then torch's dtype objects once torch is loaded
+_dtype_codes = dict(_abi.DTYPE_CODES)  # tkc's dtype names; torch's dtype objects join once torch is loaded
 
 
-def _codes():
-    if len(_dtype_codes) <= len(_abi.DTYPE_CODES):
-        _dtype_codes.update(_abi.DTYPE_CODES)
-        torch = sys.modules.get("torch")
-        if torch is not None:
-            _dtype_codes.update({getattr(torch, name): _abi.DTYPE_CODES[tkc]
-                                 for name, tkc in _abi.TORCH_DTYPES.items() if hasattr(torch, name)})
-    return _dtype_codes
+def _late_dtype_code(dtype):
+    """The code of a dtype the table lacks: torch's dtypes are added the
+    first time one is looked up after torch has been imported."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.float32 not in _dtype_codes:
+        _dtype_codes.update({getattr(torch, name): _abi.DTYPE_CODES[tkc]
+                             for name, tkc in _abi.TORCH_DTYPES.items() if hasattr(torch, name)})
+    return _dtype_codes.get(dtype)
 
 
 def pack(tensors):
@@ -134,13 +134,13 @@ def pack(tensors):
     them or -1), or None where one is not a tensor (an object with
     data_ptr(), shape, stride(), get_device() and a dtype tkc knows) or has
     too many dims: `describe` then says what is wrong."""
-    codes = _codes()
+    codes = _dtype_codes
     size = _PACKED.size
     buf = ctypes.create_string_buffer(size * len(tensors))
     device = -1
     for i, t in enumerate(tensors):
         try:
-            code = codes.get(t.dtype)
+            code = codes.get(t.dtype) or _late_dtype_code(t.dtype)
             shape, where = t.shape, t.get_device()
         except (AttributeError, TypeError):
             return None
@@ -152,6 +152,16 @@ def pack(tensors):
         _PACKED.pack_into(buf, i * size, size, _abi.ABI_VERSION, code[0], code[1], 1, where, t.data_ptr() or 0,
                           len(shape), 0, *shape, *pad, *t.stride(), *pad)
     return buf, device
+
+
+def pack_described(descs):
+    """(a buffer of the TkcTensor descriptors `descs`, the first device
+    index among them or -1), as `pack` gives."""
+    size = _PACKED.size
+    buf = ctypes.create_string_buffer(size * len(descs))
+    for i, d in enumerate(descs):
+        ctypes.memmove(ctypes.addressof(buf) + i * size, ctypes.addressof(d), size)
+    return buf, next((d.device for d in descs if d.device >= 0), -1)
 
 
 def _check_packed_layout():
@@ -239,25 +249,20 @@ class Launcher:
             raise TypeError(f"{self.symbol} takes {n} tensors and the constants {list(info.constants)}")
         return tensors, [int(v) for v in values]
 
-    def _launch_packed(self, tensors, values, stream):
-        """Launches through packed descriptors; False where `pack` cannot
-        describe an argument. Torch tensors on a GPU launch with their device
-        current, on its current stream unless `stream` is given."""
-        packed = pack(tensors)
-        if packed is None:
-            return False
-        buf, device = packed
+    def _launch(self, buf, count, values, stream, device, torch_tensors):
+        """Launches on the `count` descriptors packed in `buf`. Where the
+        arguments are torch tensors on a GPU, the launch runs with their
+        device current, on its current stream unless `stream` is given."""
         base, size = ctypes.addressof(buf), _PACKED.size
-        args = [base + i * size for i in range(len(tensors))] + values
-        torch = sys.modules.get("torch")
-        if device < 0 or torch is None or not _is_torch(tensors[0]):
+        args = [base + i * size for i in range(count)] + values
+        torch = sys.modules.get("torch") if torch_tensors else None
+        if device < 0 or torch is None:
             self.check(self.packed_fn(*args, stream))
         elif torch._C._cuda_getDevice() != device:
             with torch.cuda.device(device):
                 self.check(self.packed_fn(*args, stream or _current_stream(torch, device)))
         else:
             self.check(self.packed_fn(*args, stream or _current_stream(torch, device)))
-        return True
 
     def __call__(self, *args, stream=None, **constants):
         """Launches on tensors (outputs included, in declaration order) and
@@ -268,18 +273,14 @@ class Launcher:
             tensors, values = args[:n], [int(v) for v in args[n:]]
         else:
             tensors, values = self._bind_arguments(args, dict(constants))
-        if self._launch_packed(tensors, values, stream):
-            return
-        descs = [describe(t, p, self.name) for t, p in zip(tensors, self.info.tensors)]
-        torch_device = next((t.device for t in tensors if _is_torch(t) and t.device.type == "cuda"), None)
-        if torch_device is None:
-            self.check(self.raw(descs, values, stream))
-            return
-        import torch
-        with torch.cuda.device(torch_device):
-            if stream is None:
-                stream = torch.cuda.current_stream(torch_device).cuda_stream
-            self.check(self.raw(descs, values, stream))
+        packed = pack(tensors)
+        if packed is not None:
+            torch_tensors = _is_torch(tensors[0])
+        else:  # describe says what is wrong, or takes what pack cannot (TkcTensors)
+            packed = pack_described([describe(t, p, self.name) for t, p in zip(tensors, self.info.tensors)])
+            torch_tensors = any(_is_torch(t) for t in tensors)
+        buf, device = packed
+        self._launch(buf, n, values, stream, device, torch_tensors)
 
     def bind(self, descs, constants=(), stream=None):
         """A zero-argument callable with the ctypes arguments built once (for timing loops)."""

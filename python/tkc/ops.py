@@ -441,13 +441,13 @@ def cross_entropy(logits, targets, ignore_index=-100):
 #
 # The forward is one kernel (linear_gelu.tk) that also keeps the
 # pre-activation. The backward is gelu_bwd.tk's two kernels (dPre with
-# per-block bias-gradient partials over 512 rows, then their column sums) and
+# per-block bias-gradient partials over 64 rows, then their column sums) and
 # dX = dPre W, dW = dPre^T X through torch.matmul: at a transformer MLP's
 # shapes (dW is [N, K] = [3072, 768] from 8192 rows) a 128 x 256 output tile
 # per multiprocessor leaves most of an H100 idle, where cuBLAS splits K.
 
 _GELU_APPROXIMATIONS = {"tanh": 1, "none": 0}
-_GELU_ROWS_PER_BLOCK = 512
+_GELU_ROWS_PER_BLOCK = 64
 
 
 @operator("tkc::linear_gelu")

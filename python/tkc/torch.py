@@ -119,12 +119,12 @@ def pair(forward, backward, n_inputs, differentiable=None):
     return forward
 
 
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+
+
 def _compiling():
     """Whether torch.compile (or export) is tracing the caller."""
-    compiler = getattr(torch, "compiler", None)
-    if compiler is not None and hasattr(compiler, "is_compiling"):
-        return compiler.is_compiling()
-    return torch._dynamo.is_compiling()
+    return _is_compiling() if _is_compiling is not None else torch._dynamo.is_compiling()
 
 
 class Operator:
@@ -156,17 +156,22 @@ class Operator:
         inputs, output) saves what the backward needs; gradients of outputs
         the caller did not use may arrive as None."""
         self.custom.register_autograd(make_backward(*(op.custom for op in backward_ops)), setup_context=setup_context)
+        impl = self.impl
 
-        def setup(ctx, inputs, output):
+        # The classic form, forward(ctx, *args), on purpose: with a separate
+        # setup_context, Function.apply binds the arguments to forward's
+        # signature through inspect on every call.
+        def forward(ctx, *args):
             # Unused outputs' gradients stay None rather than zero-filled
             # tensors: a kernel launch saved per statistic.
             ctx.set_materialize_grads(False)
-            setup_context(ctx, inputs, output)
+            output = impl(*args)
+            setup_context(ctx, args, output)
+            return output
 
         name = self.impl.__name__.title().replace("_", "")
         self.function = type(name, (torch.autograd.Function,), {
-            "forward": staticmethod(self.impl),
-            "setup_context": staticmethod(setup),
+            "forward": staticmethod(forward),
             "backward": staticmethod(make_backward(*(op.impl for op in backward_ops))),
         })
 

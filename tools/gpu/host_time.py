@@ -5,10 +5,13 @@ path torch.compile traces), the bare launcher, and PyTorch's own operator,
 side by side. Shapes are small, so that the GPU finishes each kernel before
 the host issues the next and the figure is the host's time per call.
 
-    python3 tools/gpu/host_time.py [--calls N] [--rounds R]
+    python3 tools/gpu/host_time.py [--calls N] [--rounds R] [--package DIR]
 
 Prints microseconds per call (median of R rounds of N calls each, the
-rounds of all rows interleaved)."""
+rounds of all rows interleaved). The launcher's parts get rows of their
+own: packing the descriptors, the ctypes call with packed arguments, and
+the CUDA runtime calls a launcher makes per tensor. --package takes the
+tkc package from DIR (a folder holding tkc/) instead of python/."""
 
 import argparse
 import random
@@ -17,12 +20,53 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+
+def _package_dir():
+    if "--package" in sys.argv:
+        return sys.argv[sys.argv.index("--package") + 1]
+    return str(Path(__file__).resolve().parents[2] / "python")
+
+
+sys.path.insert(0, _package_dir())
+
+import ctypes  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import tkc.ops  # noqa: E402
+from tkc import _loader  # noqa: E402
+
+
+def cuda_runtime_rows(ptr):
+    """Rows timing the runtime calls a launcher makes, through the CUDA
+    runtime library torch loaded (none where it is linked statically)."""
+    maps = Path("/proc/self/maps").read_text().split()
+    libs = sorted({m for m in maps if "libcudart" in m})
+    if not libs:
+        return []
+    rt = ctypes.CDLL(libs[0])
+    attrs = ctypes.create_string_buffer(64)
+    device = ctypes.c_int()
+    value = ctypes.c_int()
+    return [
+        ("CUDA runtime", "cudaPointerGetAttributes", lambda: rt.cudaPointerGetAttributes(attrs, ctypes.c_void_p(ptr))),
+        ("CUDA runtime", "cudaGetDevice", lambda: rt.cudaGetDevice(ctypes.byref(device))),
+        ("CUDA runtime", "cudaDeviceGetAttribute", lambda: rt.cudaDeviceGetAttribute(ctypes.byref(value), 75, 0)),
+    ]
+
+
+def launcher_part_rows(launcher, tensors, stream):
+    packed = _loader.pack(tensors)
+    if packed is None or not hasattr(launcher, "packed_fn"):
+        return []
+    buf, _ = packed
+    size = _loader._PACKED.size
+    args = [ctypes.addressof(buf) + i * size for i in range(len(tensors))] + [stream]
+    return [
+        ("layernorm fwd", "pack only", lambda: _loader.pack(tensors)),
+        ("layernorm fwd", "ctypes call only", lambda: launcher.packed_fn(*args)),
+    ]
 
 
 def forward_backward(fn, leaves):
@@ -53,11 +97,13 @@ def rows(dev):
         loss, _ = torch.ops.tkc.cross_entropy(x, t32)
         return loss.sum()
 
-    return [
+    stream = torch.cuda.current_stream(dev).cuda_stream
+    return cuda_runtime_rows(x0.data_ptr()) + launcher_part_rows(launcher, (x0, w0, b0, y, mean, rstd), stream) + [
         ("layernorm fwd", "launcher", lambda: launcher(x0, w0, b0, y, mean, rstd)),
         ("layernorm fwd", "tkc.ops", lambda: tkc.ops.layernorm(x0, w0, b0)),
         ("layernorm fwd", "custom_op", lambda: custom_ln(x0, w0, b0)),
         ("layernorm fwd", "torch", lambda: F.layer_norm(x0, (768,), w0, b0)),
+        ("layernorm bwd", "tkc.ops, no autograd", lambda: tkc.ops.layernorm_bwd(y, x0, w0, mean, rstd)),
         ("layernorm fwd+bwd", "tkc.ops", forward_backward(tkc.ops.layernorm, (x, w, b))),
         ("layernorm fwd+bwd", "custom_op", forward_backward(lambda *a: custom_ln(*a)[0], (x, w, b))),
         ("layernorm fwd+bwd", "torch", forward_backward(lambda *a: F.layer_norm(a[0], (768,), *a[1:]), (x, w, b))),
@@ -80,6 +126,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--package", help="the folder holding the tkc package (default: python/)")
     args = ap.parse_args()
     table = rows(torch.device("cuda"))
     for _, _, call in table:  # builds the kernels and warms every path

@@ -6,6 +6,9 @@
 #           them one by one
 #   host    tools/gpu/host_time.py: host time of one operator call, tkc.ops
 #           eager, through its custom_op, and PyTorch's
+#   profile (not by default) tools/gpu/host_profile.py: the host time of a
+#           gpt2 step at batch 1, tkc and PyTorch eager, and where it goes
+#           (cProfile)
 #   check   tools/gpu/test_nanogpt.py: the tkc variant's loss and gradients
 #           against the PyTorch variant's, eager and compiled
 #   char    the char preset trained with tkc kernels and with PyTorch's
@@ -26,7 +29,7 @@
 # 6-8 minutes; --budget (560 s) bounds them.
 # Needs build/tools/tkc and build/nanogpt/{meta.json,train.bin,val.bin}
 # (examples/nanogpt/prepare.py) from the machine that built tkc.
-# Logs and plots: $OUT/{build_*,host,test_nanogpt,char,bench}.log (not check.log, which
+# Logs and plots: $OUT/{build_*,host,profile,test_nanogpt,char,bench}.log (not check.log, which
 # run_on_device.sh writes), $OUT/char/compare.{png,csv,json},
 # $OUT/bench/bench.{md,json}.
 #
@@ -88,6 +91,11 @@ fi
 if has_part host; then
   run host.log 90 python3 tools/gpu/host_time.py || status=1
   ((dry)) || grep "|" "$final/host.log"
+fi
+
+if has_part profile; then
+  run profile.log 150 python3 tools/gpu/host_profile.py || status=1
+  ((dry)) || grep -A4 "^host time of a step" "$final/profile.log"
 fi
 
 if has_part check; then

@@ -386,7 +386,7 @@ class RotaryBwd(Rotary):
 
 class GeluBwd(Workload):
     """Two launchers of gelu_bwd.tk: gelu_bwd (dPre = dY * gelu'(Pre), and
-    the column sums of dPre over each block's 512 rows into the f32 partials
+    the column sums of dPre over each block's 64 rows into the f32 partials
     dBp), then gelu_bwd_dbias (dBias = the partials' column sums, bf16)."""
     name = "gelu_bwd"
     stem = "gelu_bwd"
@@ -396,7 +396,7 @@ class GeluBwd(Workload):
     main_output = "dPre"
     peer_names = ["torch"]
     unit = "GB/s"
-    rows_per_block = 512  # gelu_bwd's rows a block, one row of dBp each
+    rows_per_block = 64  # gelu_bwd's rows a block, one row of dBp each
     tolerances = {"dPre": 1e-2, "dBias": 1e-2}
     check_sizes = [dict(M=m, N=n, approx=a) for a in (1, 0) for m, n in
                    [(1, 8), (1001, 3072), (513, 136), (4099, 1000), (8192, 3072)]]

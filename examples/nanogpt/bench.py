@@ -3,7 +3,9 @@ one process, and where each variant's step time goes.
 
 Every variant (tkc: tkc kernels, eager; torch: PyTorch's kernels with SDPA,
 eager; torch-compile: the PyTorch variant under torch.compile(fullgraph=True);
-tkc-compile: the tkc variant under it) gets its own copy of the model from the same seed,
+tkc-compile: the tkc variant under it; tkc-graphs and torch-graphs: the
+same under torch.compile(mode="reduce-overhead"), each step's kernels
+replayed as CUDA graphs) gets its own copy of the model from the same seed,
 its own optimizer and the same batches. After --bench-warmup steps each
 (compilation happens there), rounds of timed windows of --bench-window steps
 alternate between the variants, in a fresh random order each round, so that
@@ -68,7 +70,8 @@ class Variant:
         self.name = name
         a = copy.copy(args)
         a.kernels = "tkc" if name.startswith("tkc") else "torch"
-        a.compile = name.endswith("-compile")
+        a.compile = name.endswith(("-compile", "-graphs"))
+        a.compile_mode = "reduce-overhead" if name.endswith("-graphs") else "default"
         self.args = a
         self.model = make_model(a, a.kernels, d.device, vocab)
         self.opt = make_optimizer(self.model, a, d.device)

@@ -40,6 +40,8 @@ def build_parser():
     ap.add_argument("--preset", choices=sorted(PRESETS), default="char")
     ap.add_argument("--kernels", choices=["tkc", "torch"], default="torch")
     ap.add_argument("--compile", action="store_true", help="torch.compile(fullgraph=True) the model")
+    ap.add_argument("--compile-mode", choices=["default", "reduce-overhead"], default="default",
+                    help="torch.compile's mode; reduce-overhead replays each step's kernels as CUDA graphs")
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--batch", type=int, help="global batch in sequences (split over the processes)")
     ap.add_argument("--lr", type=float)
@@ -172,10 +174,21 @@ def wrap(model, args, d):
             raise SystemExit(f"--compile needs torch 2 (this is {torch.__version__})")
         if d.world > 1:
             torch._dynamo.config.optimize_ddp = False
-        fwd = torch.compile(fwd, fullgraph=True)
+        fwd = torch.compile(fwd, fullgraph=True, mode=args.compile_mode)
+        if args.compile_mode == "reduce-overhead":
+            fwd = _graph_steps(fwd)
     if d.world > 1:
         from torch.nn.parallel import DistributedDataParallel
         fwd = DistributedDataParallel(fwd, device_ids=[d.device.index] if d.device.type == "cuda" else None)
+    return fwd
+
+
+def _graph_steps(compiled):
+    """The compiled model, telling the CUDA graphs that each call starts a
+    new step (whose replay may reuse the previous step's output memory)."""
+    def fwd(*args):
+        torch.compiler.cudagraph_mark_step_begin()
+        return compiled(*args)
     return fwd
 
 

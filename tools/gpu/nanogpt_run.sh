@@ -34,16 +34,18 @@
 # $OUT/bench/bench.{md,json}.
 #
 # Usage: tools/gpu/nanogpt_run.sh [--parts build,host,check,char,bench] [--steps N] [--batch B]
-#          [--bench-batch B] [--seed S] [--budget SECONDS] [--dry-run]
+#          [--bench-batch B] [--bench-variants LIST] [--seed S] [--budget SECONDS] [--dry-run]
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 parts=build,host,check,char,bench steps=1000 batch=64 bench_batch=16 seed=1337 budget=560 dry=0
+bench_variants=tkc,torch,tkc-compile,torch-compile
 while (($#)); do
   case "$1" in
     --parts) parts=$2; shift ;;
     --steps) steps=$2; shift ;;
     --batch) batch=$2; shift ;;
     --bench-batch) bench_batch=$2; shift ;;
+    --bench-variants) bench_variants=$2; shift ;;
     --seed) seed=$2; shift ;;
     --budget) budget=$2; shift ;;
     --dry-run) dry=1 ;;
@@ -123,7 +125,7 @@ fi
 
 if has_part bench; then
   run bench.log "$(left)" python3 -u examples/nanogpt/train.py --preset gpt2 --bench --batch "$bench_batch" \
-    --seed "$seed" --out "$final/bench" || status=1
+    --bench-variants "$bench_variants" --seed "$seed" --out "$final/bench" || status=1
   ((dry)) || grep -E "^(\||bench|GPU time)" "$final/bench.log"
 fi
 exit $status

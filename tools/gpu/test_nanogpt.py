@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """GPU tests of examples/nanogpt: the tkc variant of the model against the
 PyTorch variant from the same weights and batch (loss and every gradient,
-eager and under torch.compile(fullgraph=True)), at the char preset's width
-and at the gpt2 preset's width and context. Needs a GPU, torch 2.4+, nvcc
+eager, under torch.compile(fullgraph=True) and replayed as CUDA graphs),
+at the char preset's width and at the gpt2 preset's width and context. Needs a GPU, torch 2.4+, nvcc
 and build/tools/tkc.
 
     python3 tools/gpu/test_nanogpt.py [-v] [-k PATTERN]
@@ -26,8 +26,8 @@ def rel(a, b):
     return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
 
 
-def loss_and_grads(model, idx, targets, compile_=False):
-    fwd = torch.compile(model, fullgraph=True) if compile_ else model
+def loss_and_grads(model, idx, targets, compile_=False, fwd=None):
+    fwd = fwd or (torch.compile(model, fullgraph=True) if compile_ else model)
     model.zero_grad(set_to_none=True)
     with torch.autocast("cuda", dtype=torch.bfloat16):
         loss = fwd(idx, targets)
@@ -62,6 +62,21 @@ class Variants(unittest.TestCase):
         self.assert_close(loss_and_grads(tkc, x, y, compile_=True), want, "tkc compiled")
         torch._dynamo.reset()
         self.assert_close(loss_and_grads(ref, x, y, compile_=True), want, "torch compiled")
+
+    def test_char_width_cuda_graphs(self):
+        # torch.compile(mode="reduce-overhead"): the kernels of the tkc
+        # operators captured into CUDA graphs and replayed.
+        cfg = GPTConfig(n_layer=2, n_head=6, n_embd=384, block_size=256, vocab_size=128)
+        ref, tkc, x, y = self.pair(cfg, batch=4)
+        want = loss_and_grads(ref, x, y)
+        torch._dynamo.reset()
+        graphs = torch.compile(tkc, fullgraph=True, mode="reduce-overhead")
+
+        def step(*args):
+            torch.compiler.cudagraph_mark_step_begin()
+            return graphs(*args)
+        for i in range(3):  # warm-up, recording, replay
+            self.assert_close(loss_and_grads(tkc, x, y, fwd=step), want, f"tkc CUDA graphs, call {i}")
 
     def test_gpt2_width_and_context(self):
         cfg = GPTConfig(n_layer=1, n_head=12, n_embd=768, block_size=1024, vocab_size=50304)

@@ -6,6 +6,14 @@
 // elementwise ops turned them into) must not reach a reduction or an mma
 // contraction, so this pass tracks, for every tile, the axes that may hold
 // such padding and masks them right before the consumers that would see them.
+//
+// Where a loop yields padding for a carried tile, the language keeps the
+// tile's previous elements there (an iteration's padding never replaces what
+// earlier iterations or the initial value put in the tile). The values and
+// padding the loop would carry without that rule differ only at those
+// elements, so the pass makes the rule explicit (a select at the yield) only
+// for the iter args whose yielded padding something observes: a reduction
+// or contraction over its axis, or a store that writes it.
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
@@ -75,9 +83,14 @@ struct BoundTerm {
 /// A load dim whose padding may have reached a value.
 using Origin = std::pair<Op *, unsigned>;
 
+/// An iter arg (its loop, its index among the loop's results) whose yielded
+/// padding reached a value by way of the loop's back edge or result.
+using Carrier = std::pair<const Op *, size_t>;
+
 struct AxisPadding {
   std::set<BoundTerm> terms;   ///< the valid elements are those inside every term
   std::set<Origin> origins;    ///< where the padding comes from (for stores)
+  std::set<Carrier> carriers;  ///< the iter args it went through unselected
   bool knownZero = false;      ///< the padding holds zeros, as a load leaves it
   bool operator==(const AxisPadding &) const = default;
 };
@@ -120,6 +133,7 @@ void unite(Padding &into, const Padding &from) {
     for (const BoundTerm &term : padding.terms)
       addTerm(it->second, term);
     it->second.origins.insert(padding.origins.begin(), padding.origins.end());
+    it->second.carriers.insert(padding.carriers.begin(), padding.carriers.end());
     it->second.knownZero = it->second.knownZero && padding.knownZero;
   }
 }
@@ -166,11 +180,24 @@ public:
       if (firstOffsetOperand(op) != 0)
         setChecked(kernel_, op);
     });
-    do {
-      grew_ = false;
-      analyzeBlock(kernel_.body);
-    } while (grew_);
-    findObservedReductions();
+    // Each round selects at the yields of the iter args whose padding the
+    // last one found observed, which removes padding: the set only grows.
+    for (;;) {
+      padding_.clear();
+      carried_.clear();
+      do {
+        grew_ = false;
+        analyzeBlock(kernel_.body);
+      } while (grew_);
+      observed_.clear();
+      findObservedReductions();
+      size_t before = selected_.size();
+      for (const Carrier &carrier : observedCarriers())
+        selected_.insert(carrier);
+      if (selected_.size() == before)
+        break;
+    }
+    keepCarriedElements();
     maskBlock(kernel_.body);
   }
 
@@ -211,8 +238,14 @@ private:
     const Op &yield = *body.ops.back();
     for (size_t i = 0; i < carried.size(); ++i) {
       Padding next = paddingOf(body.args[i + 1].get());
-      for (auto &[axis, padding] : paddingOf(yield.operands[i]))
-        absorb(next, axis, padding, loop, i);
+      // A selected iter arg keeps its elements where the yield is padding:
+      // it carries only the padding it started with.
+      if (!selected_.count({&loop, i}))
+        for (auto &[axis, padding] : paddingOf(yield.operands[i])) {
+          AxisPadding tagged = padding;
+          tagged.carriers.insert({&loop, i});
+          absorb(next, axis, tagged, loop, i);
+        }
       if (next != carried[i]) {
         grew_ = true;
         carried[i] = next;
@@ -242,6 +275,7 @@ private:
     AxisPadding limit = it == into.end() ? AxisPadding{} : it->second;
     limit.terms = {BoundTerm{.order = order_.at(&loop), .loop = &loop, .iterArg = i, .axis = axis}};
     limit.origins.insert(padding.origins.begin(), padding.origins.end());
+    limit.carriers.insert(padding.carriers.begin(), padding.carriers.end());
     limit.knownZero = false;
     into[axis] = std::move(limit);
   }
@@ -258,7 +292,9 @@ private:
           continue; // a dropped dim has no tile axis
         if ((d < checked.size() && checked[d]) || (d < checkedLow.size() && checkedLow[d])) {
           Op *load = const_cast<Op *>(&op);
-          result[tileAxis] = {{BoundTerm{.order = order_.at(load), .load = load, .globalDim = d}}, {{load, d}}, true};
+          result[tileAxis] = {.terms = {BoundTerm{.order = order_.at(load), .load = load, .globalDim = d}},
+                              .origins = {{load, d}},
+                              .knownZero = true};
         }
         ++tileAxis;
       }
@@ -373,6 +409,88 @@ private:
         for (const Value *operand : def->operands)
           work.push_back(operand);
       }
+    }
+  }
+
+  // --- the carried-padding rule -------------------------------------------
+
+  /// The iter args whose yielded padding reaches a consumer that would see
+  /// it: a reduction over its axis (or over any axis, where the result is
+  /// written), an mma contracting it (or any of its axes, likewise), a store
+  /// that writes it, or the select at another selected yield.
+  std::set<Carrier> observedCarriers() {
+    std::set<Carrier> seen;
+    auto note = [&](const Padding &padding, int64_t axis) {
+      if (auto it = padding.find(axis); it != padding.end())
+        seen.insert(it->second.carriers.begin(), it->second.carriers.end());
+    };
+    auto noteAll = [&](const Padding &padding) {
+      for (auto &entry : padding)
+        note(padding, entry.first);
+    };
+    walk(kernel_.body, [&](Op &op) {
+      if (op.kind == OpKind::Reduce) {
+        const Padding &input = paddingOf(op.operands[0]);
+        note(input, op.intAttr("axis"));
+        if (observed_.count(&op))
+          noteAll(input);
+      } else if (op.kind == OpKind::Mma) {
+        const Padding &a = paddingOf(op.operands[0]), &b = paddingOf(op.operands[1]);
+        note(a, op.intAttr("trans_a") ? 0 : 1);
+        note(b, op.intAttr("trans_b") ? 1 : 0);
+        if (observed_.count(&op)) {
+          noteAll(a);
+          noteAll(b);
+        }
+      } else if (op.kind == OpKind::Store) {
+        if (!paddingOf(op.operands[1]).empty() && !storeDropsPadding(op))
+          noteAll(paddingOf(op.operands[1]));
+      } else if (op.kind == OpKind::For) {
+        const Op &yield = *op.body->ops.back();
+        for (size_t i = 0; i < op.results.size(); ++i)
+          if (selected_.count({&op, i}))
+            noteAll(paddingOf(yield.operands[i]));
+      }
+    });
+    return seen;
+  }
+
+  /// At the yield of each selected iter arg: the yielded value where it is
+  /// not padding, else the iter arg's element, as the language defines. One
+  /// select a limit, each on one index comparison, so that the code
+  /// generator can test the whole tile once (an interior step copies).
+  void keepCarriedElements() {
+    std::vector<Carrier> ordered(selected_.begin(), selected_.end());
+    std::sort(ordered.begin(), ordered.end(), [&](const Carrier &a, const Carrier &b) {
+      return std::make_pair(order_.at(a.first), a.second) < std::make_pair(order_.at(b.first), b.second);
+    });
+    for (auto [constLoop, i] : ordered) {
+      Op &loop = const_cast<Op &>(*constLoop);
+      Op &yield = *loop.body->ops.back();
+      Value *kept = yield.operands[i];
+      Value *previous = loop.body->args[i + 1].get();
+      Padding padding = paddingOf(kept);
+      if (!kept->type.isTile())
+        continue;
+      Type indexType = kept->type.withDType(DType::I32), flagType = kept->type.withDType(DType::I1);
+      for (auto &[axis, axisPadding] : padding) {
+        Limits limits = combine(axisPadding, yield);
+        Builder builder(*loop.body, positionOf(yield));
+        builder.setLoc(yield.loc);
+        auto keepUnless = [&](Value *valid) {
+          kept = builder.value(OpKind::Select, {valid, kept, previous}, kept->type, {{"carried", Attr(int64_t(1))}});
+        };
+        if (!limits.high)
+          continue;
+        Value *index = builder.value(OpKind::Iota, {}, indexType, {{"axis", Attr(axis)}});
+        keepUnless(builder.value(OpKind::Lt, {index, limits.high}, flagType));
+        if (limits.lowOffset) {
+          Value *position = builder.value(OpKind::Add, {index, limits.lowOffset}, indexType);
+          keepUnless(builder.value(OpKind::Ge, {position, builder.constInt(0)}, flagType));
+        }
+      }
+      padding_[kept] = paddingOf(previous);
+      yield.operands[i] = kept;
     }
   }
 
@@ -625,6 +743,7 @@ private:
   std::map<const Op *, std::vector<Padding>> carried_;
   bool grew_ = false;
   std::set<const Op *> observed_;
+  std::set<Carrier> selected_; ///< iter args that keep their elements where the yield is padding
   std::map<BoundTerm, Limits> bounds_;
   std::map<std::tuple<Value *, int64_t, double, Block *>, Value *> masks_;
 };

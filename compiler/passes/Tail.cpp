@@ -11,9 +11,11 @@
 // tile's previous elements there (an iteration's padding never replaces what
 // earlier iterations or the initial value put in the tile). The values and
 // padding the loop would carry without that rule differ only at those
-// elements, so the pass makes the rule explicit (a select at the yield) only
-// for the iter args whose yielded padding something observes: a reduction
-// or contraction over its axis, or a store that writes it.
+// elements, so the pass makes the rule explicit only for the iter args whose
+// yielded padding something observes (a reduction or contraction over its
+// axis, a store that writes it): a select at the yield, or, where only
+// code after the loop observes padding that every iteration has in the same
+// place, one select after the loop that puts back the initial value there.
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
@@ -83,9 +85,17 @@ struct BoundTerm {
 /// A load dim whose padding may have reached a value.
 using Origin = std::pair<Op *, unsigned>;
 
-/// An iter arg (its loop, its index among the loop's results) whose yielded
-/// padding reached a value by way of the loop's back edge or result.
-using Carrier = std::pair<const Op *, size_t>;
+/// An iter arg: its loop, its index among the loop's results.
+using IterArg = std::pair<const Op *, size_t>;
+
+/// An iter arg whose yielded padding reached a value by way of the loop's
+/// back edge (inside the loop) or its result (after it).
+struct Carrier {
+  const Op *loop = nullptr;
+  size_t iterArg = 0;
+  bool after = false;
+  auto operator<=>(const Carrier &) const = default;
+};
 
 struct AxisPadding {
   std::set<BoundTerm> terms;   ///< the valid elements are those inside every term
@@ -180,8 +190,11 @@ public:
       if (firstOffsetOperand(op) != 0)
         setChecked(kernel_, op);
     });
-    // Each round selects at the yields of the iter args whose padding the
-    // last one found observed, which removes padding: the set only grows.
+    // Each round keeps the elements of iter args whose padding the last one
+    // found observed, which removes padding. Selects after loops come first:
+    // they take the padding out of the loops' results, which may be all that
+    // made other iter args' padding observed. An iter arg moves only from
+    // unselected to selected after its loop to selected at its yield.
     for (;;) {
       padding_.clear();
       carried_.clear();
@@ -191,10 +204,25 @@ public:
       } while (grew_);
       observed_.clear();
       findObservedReductions();
-      size_t before = selected_.size();
-      for (const Carrier &carrier : observedCarriers())
-        selected_.insert(carrier);
-      if (selected_.size() == before)
+      std::set<Carrier> seen = observedCarriers();
+      auto insideToo = [&](const Carrier &c) { return seen.count({.loop = c.loop, .iterArg = c.iterArg}) != 0; };
+      bool changed = false;
+      for (const Carrier &c : seen) {
+        IterArg arg{c.loop, c.iterArg};
+        if (c.after && !insideToo(c) && !selected_.count(arg) && sameEveryIteration(arg))
+          changed = keptAfter_.insert(arg).second || changed;
+      }
+      if (changed)
+        continue;
+      for (const Carrier &c : seen) {
+        IterArg arg{c.loop, c.iterArg};
+        if (selected_.count(arg) || (keptAfter_.count(arg) && !insideToo(c)))
+          continue;
+        keptAfter_.erase(arg);
+        selected_.insert(arg);
+        changed = true;
+      }
+      if (!changed)
         break;
     }
     keepCarriedElements();
@@ -243,17 +271,23 @@ private:
       if (!selected_.count({&loop, i}))
         for (auto &[axis, padding] : paddingOf(yield.operands[i])) {
           AxisPadding tagged = padding;
-          tagged.carriers.insert({&loop, i});
+          tagged.carriers.insert({.loop = &loop, .iterArg = i});
           absorb(next, axis, tagged, loop, i);
         }
       if (next != carried[i]) {
         grew_ = true;
         carried[i] = next;
       }
-      for (auto &[axis, padding] : next)
+      for (auto &[axis, padding] : next) {
         if (padding.terms.size() == 1 && padding.terms.begin()->loop == &loop)
           padding.terms = {
               BoundTerm{.order = order_.at(&loop), .loop = &loop, .iterArg = i, .axis = axis, .afterLoop = true}};
+        if (padding.carriers.erase({.loop = &loop, .iterArg = i}))
+          padding.carriers.insert({.loop = &loop, .iterArg = i, .after = true});
+      }
+      // The select after the loop leaves the initial value's padding.
+      if (keptAfter_.count({&loop, i}))
+        next = paddingOf(loop.operands[kFirstInit + i]);
       padding_[loop.result(i)] = std::move(next);
     }
   }
@@ -446,51 +480,115 @@ private:
         if (!paddingOf(op.operands[1]).empty() && !storeDropsPadding(op))
           noteAll(paddingOf(op.operands[1]));
       } else if (op.kind == OpKind::For) {
+        // The selects read the limits of the padding they keep out, which
+        // other iter args may have carried (this one's own is the point).
         const Op &yield = *op.body->ops.back();
-        for (size_t i = 0; i < op.results.size(); ++i)
+        for (size_t i = 0; i < op.results.size(); ++i) {
+          std::set<Carrier> before = seen;
           if (selected_.count({&op, i}))
             noteAll(paddingOf(yield.operands[i]));
+          if (keptAfter_.count({&op, i}))
+            noteAll(paddingOf(op.body->args[i + 1].get()));
+          for (bool after : {false, true})
+            if (!before.count({.loop = &op, .iterArg = i, .after = after}))
+              seen.erase({.loop = &op, .iterArg = i, .after = after});
+        }
       }
     });
     return seen;
   }
 
+  /// Whether the padding an iter arg carries has the same limits in every
+  /// iteration (none is a limit the loop itself carries): the iterations
+  /// then all yield padding at the same elements, which keep the initial
+  /// value throughout.
+  bool sameEveryIteration(const IterArg &arg) {
+    const Op &loop = *arg.first;
+    for (auto &[axis, padding] : paddingOf(loop.body->args[arg.second + 1].get()))
+      for (const BoundTerm &term : padding.terms)
+        if (!availableOutside(term, loop))
+          return false;
+    return true;
+  }
+
+  /// The limits of `padding`, as flags of `type`'s shape (one an index
+  /// comparison), computed before `before` in `block`.
+  std::vector<Value *> validFlags(const Padding &padding, const Type &type, Block &block, OpIterator before,
+                                  SourceLocation loc) {
+    Type indexType = type.withDType(DType::I32), flagType = type.withDType(DType::I1);
+    std::vector<Value *> valid;
+    for (auto &[axis, axisPadding] : padding) {
+      Limits limits = combine(axisPadding, block, before, loc);
+      if (!limits.high)
+        continue;
+      Builder builder(block, before);
+      builder.setLoc(loc);
+      Value *index = builder.value(OpKind::Iota, {}, indexType, {{"axis", Attr(axis)}});
+      valid.push_back(builder.value(OpKind::Lt, {index, limits.high}, flagType));
+      if (limits.lowOffset) {
+        Value *position = builder.value(OpKind::Add, {index, limits.lowOffset}, indexType);
+        valid.push_back(builder.value(OpKind::Ge, {position, builder.constInt(0)}, flagType));
+      }
+    }
+    return valid;
+  }
+
+  /// `value` where every flag holds, else `other`: one select a flag.
+  static Value *selectCarried(Block &block, OpIterator before, SourceLocation loc, const std::vector<Value *> &valid,
+                              Value *value, Value *other) {
+    Builder builder(block, before);
+    builder.setLoc(loc);
+    for (Value *flag : valid)
+      value = builder.value(OpKind::Select, {flag, value, other}, value->type, {{"carried", Attr(int64_t(1))}});
+    return value;
+  }
+
   /// At the yield of each selected iter arg: the yielded value where it is
   /// not padding, else the iter arg's element, as the language defines. One
   /// select a limit, each on one index comparison, so that the code
-  /// generator can test the whole tile once (an interior step copies).
+  /// generator can test the whole tile once (an interior step copies); the
+  /// comparisons all come first, before the code generator's branch.
   void keepCarriedElements() {
-    std::vector<Carrier> ordered(selected_.begin(), selected_.end());
-    std::sort(ordered.begin(), ordered.end(), [&](const Carrier &a, const Carrier &b) {
-      return std::make_pair(order_.at(a.first), a.second) < std::make_pair(order_.at(b.first), b.second);
-    });
-    for (auto [constLoop, i] : ordered) {
+    auto inProgramOrder = [&](const std::set<IterArg> &args) {
+      std::vector<IterArg> ordered(args.begin(), args.end());
+      std::sort(ordered.begin(), ordered.end(), [&](const IterArg &a, const IterArg &b) {
+        return std::make_pair(order_.at(a.first), a.second) < std::make_pair(order_.at(b.first), b.second);
+      });
+      return ordered;
+    };
+    for (auto [constLoop, i] : inProgramOrder(selected_)) {
       Op &loop = const_cast<Op &>(*constLoop);
       Op &yield = *loop.body->ops.back();
-      Value *kept = yield.operands[i];
-      Value *previous = loop.body->args[i + 1].get();
-      Padding padding = paddingOf(kept);
-      if (!kept->type.isTile())
+      Value *yielded = yield.operands[i], *previous = loop.body->args[i + 1].get();
+      if (!yielded->type.isTile())
         continue;
-      Type indexType = kept->type.withDType(DType::I32), flagType = kept->type.withDType(DType::I1);
-      for (auto &[axis, axisPadding] : padding) {
-        Limits limits = combine(axisPadding, yield);
-        Builder builder(*loop.body, positionOf(yield));
-        builder.setLoc(yield.loc);
-        auto keepUnless = [&](Value *valid) {
-          kept = builder.value(OpKind::Select, {valid, kept, previous}, kept->type, {{"carried", Attr(int64_t(1))}});
-        };
-        if (!limits.high)
-          continue;
-        Value *index = builder.value(OpKind::Iota, {}, indexType, {{"axis", Attr(axis)}});
-        keepUnless(builder.value(OpKind::Lt, {index, limits.high}, flagType));
-        if (limits.lowOffset) {
-          Value *position = builder.value(OpKind::Add, {index, limits.lowOffset}, indexType);
-          keepUnless(builder.value(OpKind::Ge, {position, builder.constInt(0)}, flagType));
-        }
-      }
+      std::vector<Value *> valid = validFlags(paddingOf(yielded), yielded->type, *loop.body, positionOf(yield), yield.loc);
+      Value *kept = selectCarried(*loop.body, positionOf(yield), yield.loc, valid, yielded, previous);
       padding_[kept] = paddingOf(previous);
       yield.operands[i] = kept;
+    }
+    // After the loop: the initial value where every iteration yielded
+    // padding, the loop's result elsewhere.
+    for (auto [constLoop, i] : inProgramOrder(keptAfter_)) {
+      Op &loop = const_cast<Op &>(*constLoop);
+      Value *result = loop.result(i), *init = loop.operands[3 + i];
+      if (!result->type.isTile())
+        continue;
+      Block &block = *loop.parent;
+      OpIterator after = std::next(positionOf(loop));
+      std::vector<Value *> valid =
+          validFlags(paddingOf(loop.body->args[i + 1].get()), result->type, block, after, loop.loc);
+      if (valid.empty())
+        continue;
+      Value *kept = selectCarried(block, after, loop.loc, valid, result, init);
+      // Every later use reads the kept value; the first select still reads
+      // the loop's result.
+      Value *firstSelect = kept;
+      while (firstSelect->definingOp->operands[1] != result)
+        firstSelect = firstSelect->definingOp->operands[1];
+      replaceAllUsesIn(block, result, kept);
+      firstSelect->definingOp->operands[1] = result;
+      padding_[kept] = paddingOf(init);
     }
   }
 
@@ -604,8 +702,12 @@ private:
   /// The limits of every term of `padding`, combined right before `before`
   /// (the smallest high limit, the smallest low offset).
   Limits combine(const AxisPadding &padding, Op &before) {
-    Builder builder(*before.parent, positionOf(before));
-    builder.setLoc(before.loc);
+    return combine(padding, *before.parent, positionOf(before), before.loc);
+  }
+
+  Limits combine(const AxisPadding &padding, Block &block, OpIterator before, SourceLocation loc) {
+    Builder builder(block, before);
+    builder.setLoc(loc);
     Limits result;
     for (const BoundTerm &term : padding.terms) {
       Limits limits = materialize(term);
@@ -743,7 +845,8 @@ private:
   std::map<const Op *, std::vector<Padding>> carried_;
   bool grew_ = false;
   std::set<const Op *> observed_;
-  std::set<Carrier> selected_; ///< iter args that keep their elements where the yield is padding
+  std::set<IterArg> selected_;  ///< iter args that keep their elements where the yield is padding
+  std::set<IterArg> keptAfter_; ///< iter args whose padded elements the loop's result puts back
   std::map<BoundTerm, Limits> bounds_;
   std::map<std::tuple<Value *, int64_t, double, Block *>, Value *> masks_;
 };

@@ -173,6 +173,33 @@ bool availableOutside(const BoundTerm &term, const Op &loop) {
   return term.loop != &loop && !isInside(*term.loop, loop) && isInside(loop, *term.loop);
 }
 
+/// Whether the scalar `v` has one value in every iteration of `loop`:
+/// defined outside it, or computed in its body (not deeper) by side-effect
+/// free scalar ops from such values (a load's `block.y * 128`, which
+/// lowering recomputes in the body).
+bool sameInEveryIteration(const Value *v, const Op &loop) {
+  const Op *def = v->definingOp;
+  if (!def) {
+    const Op *owner = v->ownerBlock ? v->ownerBlock->parentOp : nullptr;
+    return !owner || (owner != &loop && !isInside(*owner, loop));
+  }
+  if (!isInside(*def, loop))
+    return true;
+  if (def->parent != loop.body.get() || def->body || def->results.size() != 1 || !v->type.isScalar() ||
+      hasSideEffects(*def))
+    return false;
+  return std::all_of(def->operands.begin(), def->operands.end(),
+                     [&](const Value *operand) { return sameInEveryIteration(operand, loop); });
+}
+
+/// A load term of a load in `loop`'s body whose limit is the same in every
+/// iteration: the load's offset along the dim is (the padding of a GEMM
+/// step's accumulator, whose rows and columns the loop does not move).
+bool loadLimitSameInEveryIteration(const BoundTerm &term, const Op &loop) {
+  return term.load && term.load->parent == loop.body.get() &&
+         sameInEveryIteration(offsetOf(*term.load, term.globalDim), loop);
+}
+
 /// A limit on valid indices i: i < high, and i + lowOffset >= 0 where the
 /// slice may start before its tensor (null lowOffset: it does not).
 struct Limits {
@@ -300,8 +327,9 @@ private:
     auto it = into.find(axis);
     bool alreadyCarried =
         it != into.end() && it->second.terms.size() == 1 && it->second.terms.begin()->loop == &loop;
-    bool invariant = std::all_of(padding.terms.begin(), padding.terms.end(),
-                                 [&](const BoundTerm &term) { return availableOutside(term, loop); });
+    bool invariant = std::all_of(padding.terms.begin(), padding.terms.end(), [&](const BoundTerm &term) {
+      return availableOutside(term, loop) || loadLimitSameInEveryIteration(term, loop);
+    });
     if (invariant && !alreadyCarried) {
       unite(into, {{axis, padding}});
       return;
@@ -506,19 +534,22 @@ private:
     const Op &loop = *arg.first;
     for (auto &[axis, padding] : paddingOf(loop.body->args[arg.second + 1].get()))
       for (const BoundTerm &term : padding.terms)
-        if (!availableOutside(term, loop))
+        if (!availableOutside(term, loop) && !loadLimitSameInEveryIteration(term, loop))
           return false;
     return true;
   }
 
   /// The limits of `padding`, as flags of `type`'s shape (one an index
-  /// comparison), computed before `before` in `block`.
+  /// comparison), computed before `before` in `block`: after `afterLoop`
+  /// where given, whose body's loads may give limits the same in every
+  /// iteration.
   std::vector<Value *> validFlags(const Padding &padding, const Type &type, Block &block, OpIterator before,
-                                  SourceLocation loc) {
+                                  SourceLocation loc, Op *afterLoop = nullptr) {
     Type indexType = type.withDType(DType::I32), flagType = type.withDType(DType::I1);
     std::vector<Value *> valid;
     for (auto &[axis, axisPadding] : padding) {
-      Limits limits = combine(axisPadding, block, before, loc);
+      Limits limits = afterLoop ? combineAfter(axisPadding, *afterLoop, block, before, loc)
+                                : combine(axisPadding, block, before, loc);
       if (!limits.high)
         continue;
       Builder builder(block, before);
@@ -577,7 +608,7 @@ private:
       Block &block = *loop.parent;
       OpIterator after = std::next(positionOf(loop));
       std::vector<Value *> valid =
-          validFlags(paddingOf(loop.body->args[i + 1].get()), result->type, block, after, loop.loc);
+          validFlags(paddingOf(loop.body->args[i + 1].get()), result->type, block, after, loop.loc, &loop);
       if (valid.empty())
         continue;
       Value *kept = selectCarried(block, after, loop.loc, valid, result, init);
@@ -723,6 +754,56 @@ private:
     return result;
   }
 
+  /// As `combine`, after `loop`, for terms that hold outside it or are the
+  /// same in every iteration of it (a load in its body whose offset the
+  /// iterations share, recomputed after the loop).
+  Limits combineAfter(const AxisPadding &padding, Op &loop, Block &block, OpIterator before, SourceLocation loc) {
+    Builder builder(block, before);
+    builder.setLoc(loc);
+    std::map<Value *, Value *> cloned;
+    Limits result;
+    for (const BoundTerm &term : padding.terms) {
+      Limits limits;
+      if (availableOutside(term, loop)) {
+        limits = materialize(term);
+      } else if (loadLimitSameInEveryIteration(term, loop)) {
+        Op &load = *term.load;
+        Value *offset = cloneForIteration(builder, loop, load.operands[firstOffsetOperand(load) + term.globalDim],
+                                          loop.operands[0], cloned);
+        limits = limitsOf(builder, globalDimOf(load, term.globalDim), offset,
+                          mayStartBeforeTensor(load, term.globalDim));
+      }
+      if (!limits.high)
+        return {};
+      auto smaller = [&](Value *a, Value *b) {
+        return a ? builder.value(OpKind::Min, {a, b}, Type::scalar(DType::I32)) : b;
+      };
+      result.high = smaller(result.high, limits.high);
+      if (limits.lowOffset)
+        result.lowOffset = smaller(result.lowOffset, limits.lowOffset);
+    }
+    return result;
+  }
+
+  /// dim - offset, and the offset where the slice may start before the
+  /// tensor, computed at `builder`.
+  Limits limitsOf(Builder &builder, const Dim &dim, Value *offset, bool low) {
+    Limits result;
+    if (dim.isStatic()) {
+      auto constantOffset = constantIntOf(offset);
+      result.high = constantOffset
+                        ? builder.constInt(dim.size - *constantOffset)
+                        : builder.value(OpKind::Sub, {builder.constInt(dim.size), offset}, Type::scalar(DType::I32));
+    } else if (Value *extent = parameterNamed(dim.symbol)) {
+      result.high = builder.value(OpKind::Sub, {extent, offset}, Type::scalar(DType::I32));
+    }
+    // The verifier guarantees that every dim symbol names a parameter, so a
+    // null high limit is not expected.
+    if (low)
+      result.lowOffset = offset;
+    return result;
+  }
+
   Limits materialize(const BoundTerm &term) {
     if (auto it = bounds_.find(term); it != bounds_.end())
       return it->second;
@@ -738,20 +819,7 @@ private:
     Value *offset = load.operands[firstOffsetOperand(load) + term.globalDim];
     Builder builder(*load.parent, std::next(positionOf(load)));
     builder.setLoc(load.loc);
-    Limits result;
-    if (dim.isStatic()) {
-      auto constantOffset = constantIntOf(offset);
-      result.high = constantOffset
-                        ? builder.constInt(dim.size - *constantOffset)
-                        : builder.value(OpKind::Sub, {builder.constInt(dim.size), offset}, Type::scalar(DType::I32));
-    } else if (Value *extent = parameterNamed(dim.symbol)) {
-      result.high = builder.value(OpKind::Sub, {extent, offset}, Type::scalar(DType::I32));
-    }
-    // The verifier guarantees that every dim symbol names a parameter, so a
-    // null high limit is not expected.
-    if (mayStartBeforeTensor(load, term.globalDim))
-      result.lowOffset = offset;
-    return result;
+    return limitsOf(builder, dim, offset, mayStartBeforeTensor(load, term.globalDim));
   }
 
   /// The limits a loop carries for one axis of one iter arg: i32 iter args

@@ -3,6 +3,8 @@ float64 reference, in plain Python.
 
     carried-steps.py KERNEL IN OUT M N
 
+(N is S's second extent: the columns of X, or of B for gemm_colsum.)
+
 IN holds the inputs tkc-interp used (--save-inputs), OUT its results
 (--outputs). Prints `S matches` or where it is off.
 """
@@ -18,9 +20,24 @@ def read_f32(path):
     return list(struct.unpack(f"<{len(data) // 4}f", data))
 
 
-def reference(kernel, x, rows, cols, parts):
+def read_bf16(path):
+    data = path.read_bytes()
+    bits = struct.unpack(f"<{len(data) // 2}H", data)
+    return [struct.unpack("<f", struct.pack("<I", b << 16))[0] for b in bits]
+
+
+def reference(kernel, given, rows, cols, parts):
     """S as the kernel defines it, NaN where the kernel writes nothing."""
     s = [[math.nan] * cols for _ in range(parts)]
+    if kernel == "gemm_colsum":
+        a, b = read_bf16(given / "A.bin"), read_bf16(given / "B.bin")
+        inner = len(a) // rows
+        for p in range(parts):
+            for c in range(cols):
+                s[p][c] = sum(a[r * inner + i] * b[i * cols + c]
+                              for r in range(p * 128, min(rows, p * 128 + 128)) for i in range(inner))
+        return s
+    x = read_f32(given / "X.bin")
     at = lambda r, c: x[r * cols + c]
     if kernel in ("colsum_steps", "colmax_steps"):
         for p in range(parts):
@@ -33,6 +50,17 @@ def reference(kernel, x, rows, cols, parts):
     elif kernel == "shifted_steps":
         for c in range(cols):
             s[0][c] = sum(at(r, c) for r in range(rows))
+    elif kernel == "kept_rows":
+        for p in range(parts):
+            for c in range(cols):
+                total = 0.0
+                for r in range(p * 64, p * 64 + 64):
+                    v = 1.0
+                    if r < rows:
+                        for _ in range(3):
+                            v = v * 0.5 + at(r, c)
+                    total += v
+                s[p][c] = total
     elif kernel == "fold_steps":
         for b in range(64):
             v = 0.0
@@ -47,10 +75,9 @@ def reference(kernel, x, rows, cols, parts):
 def main():
     kernel, given, results, rows, cols = sys.argv[1:]
     rows, cols = int(rows), int(cols)
-    x = read_f32(Path(given) / "X.bin")
     got = read_f32(Path(results) / "S.bin")
     parts = len(got) // cols
-    want = reference(kernel, x, rows, cols, parts)
+    want = reference(kernel, Path(given), rows, cols, parts)
     worst, where = 0.0, None
     for p in range(parts):
         for c in range(cols):

@@ -826,6 +826,11 @@ private:
   /// that start with the initial value's limits (or ones that exclude
   /// nothing) and take the yielded value's limits at each yield. Returns
   /// the body's arguments or the loop's results, as the term asks.
+  ///
+  /// Since carried tiles keep their elements where a yield is padding, the
+  /// rounds in `run` select away every carried padding that a mask or a
+  /// select would read, and no test reaches this; it stays as the lowering
+  /// of such a limit should a consumer the rounds do not count read one.
   Limits materializeCarried(const BoundTerm &term) {
     Op &loop = *term.loop;
     Block &body = *loop.body;

@@ -209,6 +209,7 @@ Machine::Status Machine::execElementwise(Context &ctx, const Op &op) {
   }
   int64_t n = type.isScalar() ? 1 : count(type.shape);
   RValue r = type.isScalar() ? RValue{} : newTile(type);
+  bool carriedSelect = op.kind == OpKind::Select && op.hasAttr("carried");
   for (int64_t i = 0; i < n; ++i) {
     double v;
     if (op.kind == OpKind::Select)
@@ -223,6 +224,14 @@ Machine::Status Machine::execElementwise(Context &ctx, const Op &op) {
       continue;
     }
     (*r.tile)[i] = v;
+    if (carriedSelect) {
+      // The tail pass's select for a carried tile: padding where the
+      // element it takes is.
+      const Operand &chosen = in[0].at(i) != 0 ? in[1] : in[2];
+      if (chosen.pad && chosen.pad[i])
+        markPad(r, i);
+      continue;
+    }
     for (const Operand &o : in)
       if (o.pad && o.pad[i]) {
         markPad(r, i);

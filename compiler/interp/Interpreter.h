@@ -45,6 +45,12 @@ struct Options {
   /// ordered by `barrier` (true of IR after the barriers pass).
   bool checkBarriers = false;
   Limits limits;
+  /// Whether padding is still implicit (IR before the tail pass): each
+  /// `yield` then applies the language's rule for carried tiles itself,
+  /// keeping an iter arg's element (and its padding mark) wherever the
+  /// yielded element is padding. From `tail` on the IR spells the rule out
+  /// (a `select {carried}` at the yield) where its result is observed.
+  bool implicitCarriedPadding = false;
 };
 
 /// Runs a kernel on the CPU with the reference semantics of the tile IR.

@@ -411,6 +411,9 @@ Machine::Status Machine::execYield(Context &ctx, const Op &op) {
   std::vector<RValue> carried;
   for (const Value *v : op.operands)
     carried.push_back(copyOf(get(ctx, v)));
+  if (options_.implicitCarriedPadding)
+    for (size_t i = 0; i < carried.size(); ++i)
+      keepUnderPadding(carried[i], get(ctx, loop->body->args[1 + i].get()));
   cursor.k += cursor.step;
   if (cursor.k < cursor.hi) {
     const Block &body = *loop->body;
@@ -427,6 +430,21 @@ Machine::Status Machine::execYield(Context &ctx, const Op &op) {
     ctx.values[loop->result(i)] = carried[i];
   advance(ctx);
   return Status::Next;
+}
+
+void Machine::keepUnderPadding(RValue &yielded, const RValue &previous) {
+  if (!yielded.tile || !yielded.pad || !previous.tile || previous.tile->size() != yielded.tile->size())
+    return;
+  // Values are shared between aliases: the kept tile is a new one.
+  auto values = std::make_shared<std::vector<double>>(*yielded.tile);
+  auto pad = std::make_shared<std::vector<char>>(*yielded.pad);
+  for (size_t i = 0; i < values->size(); ++i)
+    if ((*pad)[i]) {
+      (*values)[i] = (*previous.tile)[i];
+      (*pad)[i] = previous.pad ? (*previous.pad)[i] : 0;
+    }
+  yielded.tile = std::move(values);
+  yielded.pad = std::move(pad);
 }
 
 /// The ops marked `role = "producer"` from `first` on go to a producer

@@ -363,6 +363,9 @@ private:
   std::vector<double> &data(RValue &r);
   const char *padOf(RValue &r);
   static void markPad(RValue &r, int64_t i);
+  /// The language's rule for a carried tile: where the yielded element is
+  /// padding, the iter arg's element (value and padding mark) stays.
+  static void keepUnderPadding(RValue &yielded, const RValue &previous);
   RValue copyOf(RValue &v);
   std::string nameOf(const ir::Value *v) const;
   /// Multiplies c + a @ b over the f32 accumulator with the padding rule.

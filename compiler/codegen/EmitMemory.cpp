@@ -214,6 +214,80 @@ bool KernelEmitter::emitLoad(const Op &op) {
   return true;
 }
 
+/// Each thread reads the elements whose indices it holds (the result has
+/// the index tile's layout), one scalar load each, with zero where the
+/// index or the sliced position falls outside the tensor.
+bool KernelEmitter::emitGather(const Op &op) {
+  const Value *result = op.result();
+  const Value *global = op.operands[0];
+  size_t axis = static_cast<size_t>(op.intAttr("axis"));
+  const Value *indices = op.operands[1 + axis];
+  if (!result->type.isRegister() || result->type.shape.size() != 1)
+    return unsupported(op, fmt::format("a gather into {}", result->type.str()));
+  const Type &g = global->type;
+  size_t rank = g.dims.size();
+  std::vector<int64_t> sizes = op.listAttr("sizes");
+  std::vector<int64_t> checked = checkedDims(op, rank), checkedLow = checkedLowDims(op, rank);
+  auto dimSize = [&](size_t d) -> std::string {
+    if (g.dims[d].isStatic())
+      return std::to_string(g.dims[d].size);
+    for (auto &arg : kernel_.body.args)
+      if (arg->type.isScalar() && arg->nameHint == g.dims[d].symbol)
+        return name(arg.get());
+    assert(false && "a symbolic dim is a scalar parameter of its kernel");
+    return sourceIdentifier(g.dims[d].symbol);
+  };
+  auto stride = [&](size_t d) -> std::string { return d + 1 == rank ? "1" : strideName(global, d); };
+  // Where element i lies: base + i * (sliced stride) + index * (gathered stride).
+  std::string base = name(global), sliced = "0";
+  std::vector<std::string> uniform, perElement;
+  for (size_t d = 0; d < rank; ++d) {
+    if (d == axis)
+      continue;
+    std::string offset = scalar(op.operands[1 + d]);
+    if (offset != "0")
+      base += fmt::format(" + int64_t({}) * {}", offset, stride(d));
+    if (sizes[d] == 0) {
+      if (checked[d])
+        uniform.push_back(fmt::format("{} < {}", offset, dimSize(d)));
+      if (checkedLow[d])
+        uniform.push_back(fmt::format("{} >= 0", offset));
+      continue;
+    }
+    sliced = stride(d);
+    if (checked[d])
+      perElement.push_back(offset == "0" ? fmt::format("i < {}", dimSize(d))
+                                         : fmt::format("i < {} - {}", dimSize(d), offset));
+    if (checkedLow[d])
+      perElement.push_back(fmt::format("i + {} >= 0", offset));
+  }
+  // A vector layout may give lanes positions past the tile's end.
+  perElement.insert(perElement.begin(), fmt::format("i < {}", result->type.shape[0]));
+  perElement.push_back("k >= 0");
+  perElement.push_back(fmt::format("k < {}", dimSize(axis)));
+  std::vector<std::string> conditions = uniform;
+  conditions.insert(conditions.end(), perElement.begin(), perElement.end());
+  declareName(result);
+  declareTile(result);
+  std::string elem = cType(result->type.dtype);
+  std::string zero = result->type.dtype == DType::BF16  ? "__float2bfloat16(0)"
+                     : result->type.dtype == DType::F16 ? "__float2half(0)"
+                                                        : fmt::format("{}(0)", elem);
+  Fragment f = fragment(result->type);
+  out_.open("");
+  out_.line("const {} *src = {};", elem, base);
+  out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", f.count()));
+  out_.line("{}", f.decompose("x", f.row));
+  out_.line("const int i = {}, k = {}[x];", f.row, name(indices));
+  out_.line("(void)i;");
+  std::string address = sliced == "0" ? fmt::format("src + int64_t(k) * {}", stride(axis))
+                                      : fmt::format("src + int64_t(i) * {} + int64_t(k) * {}", sliced, stride(axis));
+  out_.line("{}[x] = {} ? *({}) : {};", name(result), conjunction(conditions), address, zero);
+  out_.close();
+  out_.close();
+  return true;
+}
+
 bool KernelEmitter::emitStore(const Op &op) {
   const Value *global = op.operands[0];
   const Value *tile = op.operands[1];
@@ -481,6 +555,8 @@ void KernelEmitter::emitSharedCopy(const Op &op, const std::string &dstAddr, con
 }
 
 bool copiesElementwise(const Op &op) {
+  if (op.kind == OpKind::Gather)
+    return true; // one element at a time
   const Type &slot = op.operands[0]->type;
   return (op.kind == OpKind::WarpCopy || op.kind == OpKind::AsyncLoad) && slot.isSharedVector() &&
          dtypeBytes(slot.dtype) == 4;

@@ -306,6 +306,8 @@ bool KernelEmitter::emitOp(const Op &op) {
     return emitConvert(op);
   case OpKind::Load:
     return emitLoad(op);
+  case OpKind::Gather:
+    return emitGather(op);
   case OpKind::Store:
     return emitStore(op);
   case OpKind::Mma:

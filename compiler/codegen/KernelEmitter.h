@@ -148,6 +148,7 @@ private:
   // EmitMemory.cpp
   GlobalAccess describeAccess(const ir::Op &op, const ir::Value *global, size_t firstOffset);
   bool emitLoad(const ir::Op &op);
+  bool emitGather(const ir::Op &op);
   std::string declareSharedTile(const ir::Op &op);
   bool emitStore(const ir::Op &op);
   bool emitChunkedStore(const ir::Value *tile, const GlobalAccess &access, const std::string &all);

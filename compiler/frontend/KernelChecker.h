@@ -108,6 +108,9 @@ public:
   // --- built-in operations (SemaCalls.cpp) ---
   Type checkCall(const ast::Expr &call);
   Type checkSlice(const ast::Expr &slice, bool forStore);
+  /// A tile in an index position of a slice (a gather): where it may stand.
+  bool checkGatherIndex(const ast::Expr &slice, const ast::Subscript &sub, const Type &index, bool forStore,
+                        bool another);
   Type checkTileSpec(const ast::Expr &spec);
   Type checkLoad(const ast::Expr &call);
   Type checkConstantTile(const ast::Expr &call);

@@ -39,6 +39,8 @@ struct KernelFacts {
   std::unordered_map<const ast::Expr *, Type> types;
   /// Slice expressions: per global dim, the extent read (0 = dropped).
   std::unordered_map<const ast::Expr *, std::vector<int64_t>> sliceSizes;
+  /// Slices of `load` indexed by a tile of indices (a gather): that dim.
+  std::unordered_map<const ast::Expr *, size_t> gatherAxis;
   /// `fill` calls: the constant.
   std::unordered_map<const ast::Expr *, double> fillValues;
   /// Warps per block under this specialisation.

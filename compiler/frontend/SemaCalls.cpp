@@ -88,6 +88,8 @@ Type KernelChecker::checkSlice(const Expr &slice, bool forStore) {
 
   bool ok = true;
   std::vector<int64_t> sizes, shape;
+  std::optional<size_t> gatherAxis;
+  int64_t gatherCount = 0;
   for (size_t i = 0; i < param.dims.size(); ++i) {
     const ast::Subscript &sub = slice.subscripts[i];
     const ast::Dim &dim = param.dims[i];
@@ -110,23 +112,69 @@ Type KernelChecker::checkSlice(const Expr &slice, bool forStore) {
       size = extent.value_or(0);
       break;
     }
-    case ast::Subscript::Kind::Index:
-      ok &= requireIntScalar(checkValue(*sub.start), "a slice index", sub.start->loc);
+    case ast::Subscript::Kind::Index: {
+      Type index = checkValue(*sub.start);
+      if (index.isTile()) {
+        ok &= checkGatherIndex(slice, sub, index, forStore, gatherAxis.has_value());
+        gatherAxis = i;
+        gatherCount = index.shape.empty() ? 0 : index.shape[0];
+        break;
+      }
+      ok &= requireIntScalar(index, "a slice index", sub.start->loc);
       break;
+    }
     }
     sizes.push_back(size);
     if (sub.kind != ast::Subscript::Kind::Index)
       shape.push_back(size);
   }
+  if (ok && gatherAxis) {
+    // The gathered tile is 1-d: element i pairs the i-th index with the
+    // i-th position of the sliced dim, if there is one.
+    const ast::Subscript &sub = slice.subscripts[*gatherAxis];
+    int64_t count = gatherCount;
+    if (shape.size() > 1) {
+      report(slice.loc, DiagId::GatherTwoSlicedDims);
+      ok = false;
+    } else if (shape.size() == 1 && shape[0] != count) {
+      report(sub.start->loc, DiagId::GatherExtentMismatch, count, shape[0]);
+      ok = false;
+    } else {
+      shape = {count};
+    }
+  }
   if (!ok || !checkTileShape(shape, slice.loc))
     return Type::invalid();
   facts_.sliceSizes[&slice] = sizes;
+  if (gatherAxis)
+    facts_.gatherAxis[&slice] = *gatherAxis;
   Type type;
   type.kind = Type::Kind::Slice;
   type.elem = symbol->type.elem;
   type.shape = shape;
   record(slice, type);
   return Type::tile(type.elem, shape);
+}
+
+bool KernelChecker::checkGatherIndex(const Expr &slice, const ast::Subscript &sub, const Type &index, bool forStore,
+                                     bool another) {
+  if (forStore) {
+    report(sub.start->loc, DiagId::GatherInStore, slice.name);
+    return false;
+  }
+  if (another) {
+    report(sub.start->loc, DiagId::GatherTwoIndexTiles);
+    return false;
+  }
+  if (index.elem != ElemType::I32) {
+    report(sub.start->loc, DiagId::GatherIndexType, describeType(index));
+    return false;
+  }
+  if (index.shape.size() != 1) {
+    report(sub.start->loc, DiagId::GatherIndexRank, shapeString(index.shape));
+    return false;
+  }
+  return true;
 }
 
 Type KernelChecker::checkLoad(const Expr &call) {

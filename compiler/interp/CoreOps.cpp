@@ -283,6 +283,42 @@ Machine::Status Machine::execLoad(Context &ctx, const Op &op) {
   return Status::Next;
 }
 
+/// Element i reads the index tile's i-th value at the gathered dim and
+/// position i of the sliced dim (if any). It is padding where the sliced
+/// position or a scalar index lies outside the tensor, or the index element
+/// is padding; an index outside its dim reads as zero without being padding.
+Machine::Status Machine::execGather(Context &ctx, const Op &op) {
+  const Type &type = op.result()->type;
+  RValue r = newTile(type);
+  const Tensor &t = tensors_[get(ctx, op.operands[0]).global];
+  size_t axis = static_cast<size_t>(op.intAttr("axis"));
+  std::vector<int64_t> sizes = op.listAttr("sizes");
+  RValue &indexValue = get(ctx, op.operands[1 + axis]);
+  const std::vector<double> &indices = data(indexValue);
+  const char *indexPad = padOf(indexValue);
+  std::vector<int64_t> base(t.dims.size());
+  for (size_t d = 0; d < t.dims.size(); ++d)
+    if (d != axis)
+      base[d] = static_cast<int64_t>(get(ctx, op.operands[1 + d]).scalar);
+  for (int64_t i = 0; i < type.shape[0]; ++i) {
+    std::vector<int64_t> at = base;
+    bool padded = indexPad && indexPad[i];
+    for (size_t d = 0; d < t.dims.size(); ++d) {
+      if (d == axis)
+        continue;
+      at[d] += sizes[d] > 0 ? i : 0;
+      padded = padded || at[d] < 0 || at[d] >= t.dims[d];
+    }
+    at[axis] = static_cast<int64_t>(indices[i]);
+    int64_t offset = padded ? -1 : globalOffset(t, at);
+    (*r.tile)[i] = offset < 0 ? 0.0 : t.data[offset];
+    if (padded)
+      markPad(r, i);
+  }
+  ctx.values[op.result()] = r;
+  return Status::Next;
+}
+
 Machine::Status Machine::execStore(Context &ctx, const Op &op) {
   Tensor &t = tensors_[get(ctx, op.operands[0]).global];
   const Value *tile = op.operands[1];

@@ -283,6 +283,7 @@ Machine::Status Machine::exec(Context &ctx, const Op &op) {
   case OpKind::Undef: return finish(ctx, op, execUndef(ctx, op));
   case OpKind::Iota: return finish(ctx, op, execIota(ctx, op));
   case OpKind::Load: return finish(ctx, op, execLoad(ctx, op));
+  case OpKind::Gather: return finish(ctx, op, execGather(ctx, op));
   case OpKind::Store: return finish(ctx, op, execStore(ctx, op));
   case OpKind::Mma: return finish(ctx, op, execMma(ctx, op));
   case OpKind::Reduce: return finish(ctx, op, execReduce(ctx, op));

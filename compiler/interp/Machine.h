@@ -278,6 +278,7 @@ private:
   Status execUndef(Context &ctx, const ir::Op &op);
   Status execIota(Context &ctx, const ir::Op &op);
   Status execLoad(Context &ctx, const ir::Op &op);
+  Status execGather(Context &ctx, const ir::Op &op);
   Status execStore(Context &ctx, const ir::Op &op);
   Status execMma(Context &ctx, const ir::Op &op);
   Status execReduce(Context &ctx, const ir::Op &op);

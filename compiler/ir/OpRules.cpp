@@ -250,6 +250,60 @@ std::string checkLoad(const Op &op) {
   return checkAccessSizes(op, operandType(op, 0), resultType(op));
 }
 
+/// gather: a global tensor (not `out`), then one operand per dim: i32
+/// scalars, except a 1-d i32 tile of indices at dim `axis`. At most one
+/// other dim is sliced, as long as the index tile; the result is a vector of
+/// that length, placed as the index tile is.
+std::string checkGather(const Op &op) {
+  if (op.results.size() != 1)
+    return countMismatch("result", 1, op.results.size());
+  if (op.operands.empty() || !operandType(op, 0).isGlobal())
+    return "expects a global tensor as operand #0";
+  const Type &global = operandType(op, 0);
+  if (global.isOutput)
+    return fmt::format("reads {}, which is declared `out`", global.str());
+  size_t rank = global.dims.size();
+  if (op.operands.size() != rank + 1)
+    return fmt::format("expects {} index operand(s) for a {}-d global tensor, but has {}", rank, rank,
+                       op.operands.size() - 1);
+  if (auto error = checkIntAttr(op, "axis", Presence::Required, 0, int64_t(rank) - 1); !error.empty())
+    return error;
+  size_t axis = static_cast<size_t>(op.intAttr("axis"));
+  const Type &index = operandType(op, 1 + axis);
+  if (!index.isTile() || index.dtype != DType::I32 || index.shape.size() != 1)
+    return fmt::format("operand #{} (the indices) must be a 1-d i32 tile, but is {}", 1 + axis, index.str());
+  for (size_t d = 0; d < rank; ++d)
+    if (d != axis && !isScalarOf(operandType(op, 1 + d), DType::I32))
+      return fmt::format("offset operand #{} must be i32, but is {}", 1 + d, operandType(op, 1 + d).str());
+  const Type &result = resultType(op);
+  if (!result.isTile() || result.shape != index.shape || result.dtype != global.dtype)
+    return fmt::format("result must be a {}{} tile, but is {}", dtypeName(global.dtype), shapeText(index.shape),
+                       result.str());
+  if (result.space != index.space || result.layout != index.layout)
+    return fmt::format("result {} must be placed as the indices {} are", result.str(), index.str());
+  std::vector<int64_t> sizes = op.listAttr("sizes");
+  if (sizes.size() != rank)
+    return fmt::format("attribute `sizes` has {} entries but the global tensor has {} dims", sizes.size(), rank);
+  if (sizes[axis] != 0)
+    return "attribute `sizes` must be 0 at the gathered dim";
+  int sliced = 0;
+  for (int64_t size : sizes) {
+    if (size != 0 && size != index.shape[0])
+      return fmt::format("attribute `sizes` {} does not match the {} indices", shapeText(sizes), index.shape[0]);
+    sliced += size != 0;
+  }
+  if (sliced > 1)
+    return "slices at most one dim besides the gathered one";
+  for (const char *name : {"checked", "checked_low"})
+    if (op.hasAttr(name)) {
+      std::vector<int64_t> checked = op.listAttr(name);
+      if (checked.size() != rank ||
+          std::any_of(checked.begin(), checked.end(), [](int64_t v) { return v != 0 && v != 1; }))
+        return fmt::format("attribute `{}` must hold 0 or 1 per global dim", name);
+    }
+  return "";
+}
+
 std::string checkStore(const Op &op) {
   if (!op.results.empty())
     return countMismatch("result", 0, op.results.size());
@@ -668,6 +722,7 @@ std::string checkOpRules(const Op &op) {
     return checkIntAttr(op, "axis", Presence::Required, 0, int64_t(result.shape.size()) - 1);
   }
   case OpKind::Load: return checkLoad(op);
+  case OpKind::Gather: return checkGather(op);
   case OpKind::Store: return checkStore(op);
   case OpKind::Mma: return checkMma(op);
   case OpKind::Wgmma: return checkWgmma(op);

@@ -19,7 +19,8 @@ enum class BlockRole { Launch, Body, LoopBody };
 /// from scalar parameters.
 bool isHostScalarOp(OpKind kind) {
   switch (kind) {
-  case OpKind::BlockId: case OpKind::Fill: case OpKind::Undef: case OpKind::Iota: case OpKind::Load: case OpKind::Store:
+  case OpKind::BlockId: case OpKind::Fill: case OpKind::Undef: case OpKind::Iota: case OpKind::Load: case OpKind::Gather:
+  case OpKind::Store:
   case OpKind::Mma: case OpKind::Reduce: case OpKind::Broadcast: case OpKind::Convert: case OpKind::Mask:
   case OpKind::For: case OpKind::Yield: case OpKind::SmemAlloc: case OpKind::StageView:
   case OpKind::AsyncLoad: case OpKind::AsyncCommit: case OpKind::AsyncWait: case OpKind::Barrier:

@@ -363,8 +363,12 @@ private:
       const Expr &slice = call.operand(0);
       std::vector<ir::Value *> operands{globals_.at(slice.name)};
       lowerOffsets(slice, operands);
-      return create(call, OpKind::Load, operands, toIR(resultType),
-                    {{"sizes", ir::Attr(facts_.sliceSizes.at(&slice))}});
+      std::map<std::string, ir::Attr> attrs{{"sizes", ir::Attr(facts_.sliceSizes.at(&slice))}};
+      if (auto it = facts_.gatherAxis.find(&slice); it != facts_.gatherAxis.end()) {
+        attrs["axis"] = ir::Attr(int64_t(it->second));
+        return create(call, OpKind::Gather, operands, toIR(resultType), attrs);
+      }
+      return create(call, OpKind::Load, operands, toIR(resultType), attrs);
     }
     if (name == "zeros" || name == "fill") {
       double value = name == "fill" ? facts_.fillValues.at(&call) : 0.0;

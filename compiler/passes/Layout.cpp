@@ -168,6 +168,9 @@ private:
         }
       } else if (op.kind == OpKind::Reduce) {
         vectorLinks_.push_back({op.result(), op.operands[0], static_cast<int>(op.intAttr("axis")), true});
+      } else if (op.kind == OpKind::Gather) {
+        // Each lane reads the elements whose indices it holds.
+        classes_.unite(op.operands[1 + op.intAttr("axis")], op.result());
       } else if (op.kind == OpKind::Broadcast) {
         vectorLinks_.push_back({op.operands[0], op.result(), static_cast<int>(op.intAttr("axis")) == 1 ? 1 : 0, false});
         classes_.find(op.result());

@@ -37,6 +37,7 @@ using namespace passes;
 unsigned firstOffsetOperand(const Op &op) {
   switch (op.kind) {
   case OpKind::Load: return 1;     // global, offsets
+  case OpKind::Gather: return 1;   // global, offsets with the indices at `axis`
   case OpKind::Store: return 2;    // global, tile, offsets
   case OpKind::AsyncLoad: return 4; // buffer, stage, pred, global, offsets
   default: return 0;
@@ -49,8 +50,15 @@ void setChecked(const Kernel &kernel, Op &op) {
   const Type &global = op.operands[globalOperand(op)]->type;
   std::vector<int64_t> sizes = op.listAttr("sizes");
   std::vector<int64_t> checked, checkedLow;
+  // A gather's indices are tested element by element wherever they run.
+  int64_t gathered = op.kind == OpKind::Gather ? op.intAttr("axis") : -1;
   for (size_t d = 0; d < global.dims.size(); ++d) {
     const Value *offset = op.operands[firstOffsetOperand(op) + d];
+    if (int64_t(d) == gathered) {
+      checked.push_back(0);
+      checkedLow.push_back(0);
+      continue;
+    }
     int64_t size = d < sizes.size() ? sizes[d] : 0;
     checked.push_back(provablyInBounds(kernel, global.dims[d], size, offset) ? 0 : 1);
     checkedLow.push_back(provablyNonNegative(offset) ? 0 : 1);
@@ -359,6 +367,24 @@ private:
                               .knownZero = true};
         }
         ++tileAxis;
+      }
+      return result;
+    }
+    case OpKind::Gather: {
+      // Padding where the sliced dim runs past the tensor (zeros, as a load
+      // leaves them) or where the indices are padding (whatever they read).
+      Padding result = withoutZeroKnowledge(paddingOf(op.operands[1 + op.intAttr("axis")]));
+      std::vector<int64_t> sizes = op.listAttr("sizes"), checked = op.listAttr("checked"),
+                           checkedLow = op.listAttr("checked_low");
+      for (unsigned d = 0; d < sizes.size(); ++d) {
+        if (sizes[d] == 0 || !((d < checked.size() && checked[d]) || (d < checkedLow.size() && checkedLow[d])))
+          continue;
+        Op *gather = const_cast<Op *>(&op);
+        AxisPadding sliced{.terms = {BoundTerm{.order = order_.at(gather), .load = gather, .globalDim = d}},
+                           .origins = {{gather, d}},
+                           .carriers = {},
+                           .knownZero = true};
+        unite(result, {{0, sliced}});
       }
       return result;
     }

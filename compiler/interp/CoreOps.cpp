@@ -309,7 +309,9 @@ Machine::Status Machine::execGather(Context &ctx, const Op &op) {
       at[d] += sizes[d] > 0 ? i : 0;
       padded = padded || at[d] < 0 || at[d] >= t.dims[d];
     }
-    at[axis] = static_cast<int64_t>(indices[i]);
+    // i32 values are integers; anything else (hand-written IR) is outside.
+    double index = indices[i];
+    at[axis] = index >= 0 && index < double(t.dims[axis]) ? static_cast<int64_t>(index) : -1;
     int64_t offset = padded ? -1 : globalOffset(t, at);
     (*r.tile)[i] = offset < 0 ? 0.0 : t.data[offset];
     if (padded)

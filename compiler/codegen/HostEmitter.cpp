@@ -542,7 +542,6 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
                sourceIdentifier(otherTensor->nameHint), positions[i].dim, sourceIdentifier(firstTensor->nameHint),
                positions[0].dim, fn, param, otherTensor->nameHint, firstTensor->nameHint);
     }
-  emitDerivedDimChecks(shape, first, fn, out);
 
   // The specialisation: the first whose static dims and constants match.
   out.line("int variant = -1;");
@@ -584,6 +583,9 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
   else
     out.line("if (variant < 0) return {}_fail(TKC_ERROR_NO_SPECIALIZATION, \"no specialisation for {}\"{});", fn, values,
              valueArgs);
+  // After the specialisation, so that a constant outside its set is
+  // reported as such rather than as the sizes it would give.
+  emitDerivedDimChecks(shape, first, fn, out);
   emitSpecialisationAlignment(tensors, variants, fn, out);
 
   // Then the device: its architecture and where each tensor lives.

@@ -122,7 +122,7 @@ def evaluate(dim, values):
         if isinstance(node, int):
             return node
         if isinstance(node, str):
-            return int(values[node])
+            return values[node]
         op, a, b = node
         a, b = value(a), value(b)
         if op in ("/", "%", "cdiv") and b == 0:

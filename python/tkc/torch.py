@@ -36,7 +36,7 @@ def output_shapes(info, inputs, constants=()):
             raise ShapeError(f"{param.name} must have rank {param.rank}, not {tensor.dim()}", info.name)
         for dim, size in zip(param.dims, tensor.shape):
             if _dims.is_symbol(dim):
-                values.setdefault(dim, int(size))
+                values.setdefault(dim, size)
     shapes = {}
     for param in info.outputs:
         names = [s for d in param.dims if isinstance(d, str) for s in _dims.symbols(d)]

@@ -19,7 +19,6 @@ struct Range {
 constexpr int64_t kLargestSize = 0x7fffffff;
 constexpr int64_t kBound = int64_t(1) << 62;
 
-int64_t clamp(__int128 v) { return static_cast<int64_t>(std::clamp<__int128>(v, -kBound, kBound)); }
 
 int64_t truncDiv(int64_t a, int64_t b) { return a / b; }
 int64_t ceilDiv(int64_t a, int64_t b) { return a / b + ((a % b != 0 && (a < 0) == (b < 0)) ? 1 : 0); }
@@ -51,11 +50,16 @@ public:
   void check(const ast::Dim &dim) {
     ok_ = true;
     usesSizes_ = false;
+    overflows_ = false;
     Range r = range(*dim.expr);
     if (!ok_)
       return;
     std::string text = printDimExpr(*dim.expr);
-    if (r.lo < 0)
+    // The launcher computes it in 64 bits; a part that can leave +-2^62
+    // could overflow there.
+    if (overflows_)
+      diags_.report(dim.loc, DiagId::DimTooLarge, text);
+    else if (r.lo < 0)
       diags_.report(dim.loc, DiagId::DimMayBeNegative, text, r.lo);
     else if (!usesSizes_ && r.lo == 0)
       // Without a runtime size it is a compile-time extent, and those are positive.
@@ -123,12 +127,18 @@ private:
     return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
   }
 
+  int64_t clamp(__int128 v) {
+    overflows_ = overflows_ || v < -kBound || v > kBound;
+    return static_cast<int64_t>(std::clamp<__int128>(v, -kBound, kBound));
+  }
+
   DiagnosticEngine &diags_;
   std::set<std::string> tensors_, bound_, derivedWheres_;
   std::map<std::string, int> mentions_;
   std::map<std::string, Range> whereRanges_;
   bool ok_ = true;
   bool usesSizes_ = false;
+  bool overflows_ = false;
 };
 
 } // namespace

@@ -1,5 +1,5 @@
-#include "frontend/SemaDims.h"
 #include "frontend/KernelChecker.h"
+#include "frontend/SemaDims.h"
 #include "target/Target.h"
 
 #include <fmt/format.h>

@@ -357,7 +357,7 @@ LauncherShape analyzeLauncher(const std::vector<LaunchVariant> &variants) {
           for (auto &[p, v] : variant.kernel->specialization)
             if (p == param)
               expected = v;
-          matches = matches && dim.isStatic() && dim.size == expected;
+          matches = matches && dim.isStatic() && dim.derived.empty() && dim.size == expected;
         }
         if (matches)
           shape.parameterDims[param].push_back({t, d});
@@ -523,7 +523,9 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
   for (size_t t = 0; t < tensors.size(); ++t)
     for (size_t d = 0; d < tensors[t]->type.dims.size(); ++d) {
       const Dim &dim = first.body.args[t]->type.dims[d];
-      if (dim.isStatic() || (symbols.at(dim.symbol).tensor == t && symbols.at(dim.symbol).dim == d))
+      // Derived dims are checked against their expressions (below).
+      if (dim.isStatic() || !dim.derived.empty() ||
+          (symbols.at(dim.symbol).tensor == t && symbols.at(dim.symbol).dim == d))
         continue;
       out.line("if ({0}->sizes[{1}] != {2}) return {3}_fail(TKC_ERROR_SHAPE, \"{4}.sizes[{1}] is %lld but {5} is %lld\", "
                "(long long){0}->sizes[{1}], {2});",
@@ -549,7 +551,7 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
     for (size_t t = 0; t < tensors.size(); ++t)
       for (size_t d = 0; d < k.body.args[t]->type.dims.size(); ++d) {
         const Dim &dim = k.body.args[t]->type.dims[d];
-        if (dim.isStatic())
+        if (dim.isStatic() && dim.derived.empty())
           conditions.push_back(fmt::format("{}->sizes[{}] == {}", sourceIdentifier(tensors[t]->nameHint), d, dim.size));
       }
     for (auto &[param, value] : k.specialization)
@@ -581,6 +583,9 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
   else
     out.line("if (variant < 0) return {}_fail(TKC_ERROR_NO_SPECIALIZATION, \"no specialisation for {}\"{});", fn, values,
              valueArgs);
+  // After the specialisation, so that a constant outside its set is
+  // reported as such rather than as the sizes it would give.
+  emitDerivedDimChecks(shape, first, fn, out);
   emitSpecialisationAlignment(tensors, variants, fn, out);
 
   // Then the device: its architecture and where each tensor lives.

@@ -35,6 +35,12 @@ struct LauncherShape {
 };
 LauncherShape analyzeLauncher(const std::vector<LaunchVariant> &variants);
 
+/// The launcher's checks that each derived dim (`cdiv(R, 32)`) of `first`'s
+/// tensor parameters equals its expression (DerivedDims.cpp). They follow
+/// the checks that give every name of the expressions its value.
+void emitDerivedDimChecks(const LauncherShape &shape, const ir::Kernel &first, const std::string &fn,
+                          CodeWriter &out);
+
 /// `const tkc_tensor *A, ..., int64_t causal, void *stream` and the same
 /// names as arguments.
 std::string launcherParameters(const LauncherShape &shape);

@@ -23,10 +23,12 @@ std::vector<LaunchVariant> allVariants(const std::vector<TargetLaunch> &targets)
   return all;
 }
 
-/// Tensor `t`'s dim `d` as the info table names it: its symbol, the
-/// compile-time parameter it equals, or its fixed size.
+/// Tensor `t`'s dim `d` as the info table names it: its expression, its
+/// symbol, the compile-time parameter it equals, or its fixed size.
 std::string dimName(const LauncherShape &shape, size_t t, size_t d) {
   const Dim &dim = shape.tensors[t]->type.dims[d];
+  if (!dim.derived.empty())
+    return dim.derived;
   if (!dim.isStatic())
     return dim.symbol;
   for (auto &[param, positions] : shape.parameterDims)

@@ -60,7 +60,7 @@ private:
       for (const Dim &dim : param.dims) {
         if (!dims.empty())
           dims += ", ";
-        dims += dim.isSymbol() ? dim.symbol : std::to_string(dim.size);
+        dims += dim.isDerived() ? printDimExpr(*dim.expr) : dim.isSymbol() ? dim.symbol : std::to_string(dim.size);
       }
       line(2, "Param {}: {}{}[{}] {}", param.name, param.isOutput ? "out " : "", param.dtype, dims, at(param.loc));
     }

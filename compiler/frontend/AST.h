@@ -1,8 +1,10 @@
 #pragma once
+#include "support/DimExpr.h"
 #include "support/SourceLocation.h"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,12 +118,15 @@ struct Stmt {
   Stmt(StmtKind kind, SourceLocation loc) : kind(kind), loc(loc) {}
 };
 
-/// One dimension of a parameter: a symbol or a literal size.
+/// One dimension of a parameter: a symbol, a literal size, or an
+/// expression over symbols bound by other dims (`cdiv(M, 64)`).
 struct Dim {
-  std::string symbol; ///< empty for a literal size
+  std::string symbol; ///< empty for a literal size or an expression
   int64_t size = 0;
+  std::optional<DimExpr> expr; ///< a derived dim
   SourceLocation loc;
   bool isSymbol() const { return !symbol.empty(); }
+  bool isDerived() const { return expr.has_value(); }
 };
 
 struct Param {

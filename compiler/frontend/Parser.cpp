@@ -206,17 +206,83 @@ private:
     do {
       ast::Dim dim;
       dim.loc = peek().loc;
-      if (at(TokenKind::Identifier)) {
-        dim.symbol = advance().text;
-      } else if (at(TokenKind::IntLiteral)) {
-        dim.size = advance().intValue;
-      } else {
-        reportExpected("a dimension (a name or an integer)");
+      std::optional<DimExpr> expr = parseDimSum();
+      if (!expr)
         return false;
-      }
+      if (expr->kind == DimExpr::Kind::Symbol)
+        dim.symbol = expr->symbol;
+      else if (expr->kind == DimExpr::Kind::Int)
+        dim.size = expr->value;
+      else
+        dim.expr = std::move(expr);
       param.dims.push_back(std::move(dim));
     } while (accept(TokenKind::Comma));
     return expect(TokenKind::RBracket, "`,` or `]`");
+  }
+
+  // A dim: `+ -` over `* / %` over names, integers, `cdiv(a, b)` and
+  // parentheses (grammar/tk.ebnf `dim`).
+  std::optional<DimExpr> parseDimSum() {
+    std::optional<DimExpr> lhs = parseDimProduct();
+    while (lhs && (at(TokenKind::Plus) || at(TokenKind::Minus))) {
+      const Token &op = advance();
+      std::optional<DimExpr> rhs = parseDimProduct();
+      if (!rhs)
+        return std::nullopt;
+      lhs = DimExpr::binary(op.kind == TokenKind::Plus ? DimExpr::Kind::Add : DimExpr::Kind::Sub, std::move(*lhs),
+                            std::move(*rhs), op.loc);
+    }
+    return lhs;
+  }
+
+  std::optional<DimExpr> parseDimProduct() {
+    std::optional<DimExpr> lhs = parseDimAtom();
+    while (lhs && (at(TokenKind::Star) || at(TokenKind::Slash) || at(TokenKind::Percent))) {
+      const Token &op = advance();
+      DimExpr::Kind kind = op.kind == TokenKind::Star    ? DimExpr::Kind::Mul
+                           : op.kind == TokenKind::Slash ? DimExpr::Kind::Div
+                                                         : DimExpr::Kind::Rem;
+      std::optional<DimExpr> rhs = parseDimAtom();
+      if (!rhs)
+        return std::nullopt;
+      lhs = DimExpr::binary(kind, std::move(*lhs), std::move(*rhs), op.loc);
+    }
+    return lhs;
+  }
+
+  std::optional<DimExpr> parseDimAtom() {
+    const Token &token = peek();
+    if (at(TokenKind::IntLiteral)) {
+      advance();
+      return DimExpr::integer(token.intValue, token.loc);
+    }
+    if (at(TokenKind::FloatLiteral)) {
+      // Reported, then read as its integer part so that the rest still parses.
+      diags_.report(token.loc, DiagId::DimNotInteger, token.text);
+      advance();
+      return DimExpr::integer(static_cast<int64_t>(token.floatValue), token.loc);
+    }
+    if (accept(TokenKind::LParen)) {
+      std::optional<DimExpr> inner = parseDimSum();
+      if (!inner || !expect(TokenKind::RParen))
+        return std::nullopt;
+      return inner;
+    }
+    if (!at(TokenKind::Identifier)) {
+      reportExpected("a dimension (a name, an integer or an expression of them)");
+      return std::nullopt;
+    }
+    SourceLocation loc = token.loc;
+    std::string name = advance().text;
+    if (name != "cdiv" || !accept(TokenKind::LParen))
+      return DimExpr::name(std::move(name), loc);
+    std::optional<DimExpr> a = parseDimSum();
+    if (!a || !expect(TokenKind::Comma))
+      return std::nullopt;
+    std::optional<DimExpr> b = parseDimSum();
+    if (!b || !expect(TokenKind::RParen))
+      return std::nullopt;
+    return DimExpr::binary(DimExpr::Kind::CDiv, std::move(*a), std::move(*b), loc);
   }
 
   bool parseAnnotations(ast::Kernel &kernel) {

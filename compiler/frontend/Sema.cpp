@@ -1,4 +1,5 @@
 #include "frontend/KernelChecker.h"
+#include "frontend/SemaDims.h"
 
 #include <fmt/format.h>
 
@@ -94,6 +95,8 @@ void checkKernelHeader(const ast::Kernel &kernel, DiagnosticEngine &diags) {
   std::map<std::string, SourceLocation> dims;
   for (const ast::Param &param : kernel.params)
     for (const ast::Dim &dim : param.dims) {
+      if (dim.isDerived())
+        continue;
       if (!dim.isSymbol()) {
         if (dim.size <= 0)
           diags.report(dim.loc, DiagId::NonPositiveSize, "a dimension size", dim.size);
@@ -133,6 +136,8 @@ void checkKernelHeader(const ast::Kernel &kernel, DiagnosticEngine &diags) {
   }
   if (combinations > kMaxSpecializations)
     diags.report(kernel.loc, DiagId::TooManySpecializations, kernel.name, combinations, kMaxSpecializations);
+
+  checkDerivedDims(kernel, diags);
 
   if (!kernel.hasGrid)
     diags.report(kernel.loc, DiagId::MissingGrid, kernel.name);

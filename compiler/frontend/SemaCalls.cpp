@@ -1,4 +1,5 @@
 #include "frontend/KernelChecker.h"
+#include "frontend/SemaDims.h"
 #include "target/Target.h"
 
 #include <fmt/format.h>
@@ -96,9 +97,9 @@ Type KernelChecker::checkSlice(const Expr &slice, bool forStore) {
     int64_t size = 0;
     switch (sub.kind) {
     case ast::Subscript::Kind::All: {
-      std::optional<int64_t> extent = dim.isSymbol() ? specialization_.lookup(dim.symbol) : dim.size;
+      std::optional<int64_t> extent = staticDimSize(dim, specialization_);
       if (!extent) {
-        report(sub.loc, DiagId::DimNotStatic, dim.symbol);
+        report(sub.loc, DiagId::DimNotStatic, dimText(dim));
         ok = false;
       } else {
         size = *extent;

@@ -1,4 +1,5 @@
 #include "ir/Parser.h"
+#include "support/DimExpr.h"
 #include "ir/Syntax.h"
 #include "ir/TextLexer.h"
 
@@ -589,6 +590,13 @@ private:
         advance();
       } else if (!parseNonNegative(dim.size, "a dimension (a number or a parameter name)")) {
         return false;
+      }
+      if (token_.isPunct('=')) { // a derived dim: `= "cdiv(M, 64)"`
+        advance();
+        if (!token_.is(TokenKind::String) || !decodeStringLiteral(token_.text, dim.derived) ||
+            !parseDimExpr(dim.derived))
+          return expected("a dimension expression in quotes, such as \"cdiv(M, 64)\"");
+        advance();
       }
       dims.push_back(std::move(dim));
       if (!token_.isPunct(','))

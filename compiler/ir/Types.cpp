@@ -114,8 +114,11 @@ std::string Type::str() const {
   case TypeKind::Scalar: return dtypeName(dtype);
   case TypeKind::Global: {
     std::string dimsText;
-    for (size_t i = 0; i < dims.size(); ++i)
+    for (size_t i = 0; i < dims.size(); ++i) {
       dimsText += (i ? ", " : "") + (dims[i].isStatic() ? std::to_string(dims[i].size) : dims[i].symbol);
+      if (!dims[i].derived.empty())
+        dimsText += " = \"" + dims[i].derived + "\"";
+    }
     return fmt::format("global<{}{}[{}]>", isOutput ? "out " : "", dtypeName(dtype), dimsText);
   }
   case TypeKind::Tile: {

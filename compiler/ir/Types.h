@@ -84,6 +84,12 @@ struct Layout {
 struct Dim {
   int64_t size = -1;
   std::string symbol;
+  /// A derived dim's expression as the source wrote it (support/DimExpr.h,
+  /// `cdiv(R, 32)`); empty for a plain one. Its size is static where the
+  /// expression is a compile-time value, else `symbol` names the i32
+  /// parameter that carries the tensor's size, which the launcher has
+  /// checked against the expression.
+  std::string derived;
   bool isStatic() const { return symbol.empty(); }
   bool operator==(const Dim &) const = default;
 };

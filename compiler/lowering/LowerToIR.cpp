@@ -1,4 +1,5 @@
 #include "lowering/LowerToIR.h"
+#include "frontend/SemaDims.h"
 
 #include "frontend/Sema.h"
 
@@ -108,11 +109,21 @@ private:
     // a runtime value (specialised ones became static sizes).
     std::vector<std::string> symbols;
     std::set<std::string> seen;
+    std::map<std::string, std::string> derivedSymbols = derivedDimSymbols();
     for (const ast::Param &param : kernel_.params) {
       std::vector<ir::Dim> dims;
       for (const ast::Dim &dim : param.dims) {
         ir::Dim irDim;
-        if (!dim.isSymbol()) {
+        if (dim.isDerived()) {
+          irDim.derived = printDimExpr(*dim.expr);
+          if (auto value = sema::staticDimSize(dim, specialization_)) {
+            irDim.size = *value;
+          } else {
+            irDim.symbol = derivedSymbols.at(irDim.derived);
+            if (seen.insert(irDim.symbol).second)
+              symbols.push_back(irDim.symbol);
+          }
+        } else if (!dim.isSymbol()) {
           irDim.size = dim.size;
         } else if (auto value = specialization_.lookup(dim.symbol)) {
           irDim.size = *value;
@@ -130,6 +141,36 @@ private:
       launchDims_[symbol] = out_.launch.addArg(ir::Type::scalar(ir::DType::I32), symbol);
       bodyDims_[symbol] = out_.body.addArg(ir::Type::scalar(ir::DType::I32), symbol);
     }
+  }
+
+  /// The i32 parameter of each derived dim that is a runtime value, by its
+  /// text: `dWp_dim0` for dim 0 of `dWp`, the first tensor that has it
+  /// (renamed where a source name has that spelling).
+  std::map<std::string, std::string> derivedDimSymbols() const {
+    std::set<std::string> taken;
+    for (const ast::Param &param : kernel_.params) {
+      taken.insert(param.name);
+      for (const ast::Dim &dim : param.dims)
+        if (dim.isSymbol())
+          taken.insert(dim.symbol);
+    }
+    for (const ast::WhereParam &where : kernel_.wheres)
+      taken.insert(where.name);
+    std::map<std::string, std::string> names;
+    for (const ast::Param &param : kernel_.params)
+      for (size_t d = 0; d < param.dims.size(); ++d) {
+        if (!param.dims[d].isDerived())
+          continue;
+        std::string text = printDimExpr(*param.dims[d].expr);
+        if (names.count(text))
+          continue;
+        std::string name = fmt::format("{}_dim{}", param.name, d);
+        while (taken.count(name))
+          name += "_";
+        taken.insert(name);
+        names[text] = name;
+      }
+    return names;
   }
 
   // --- launch block -----------------------------------------------------------

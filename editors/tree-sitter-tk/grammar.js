@@ -76,9 +76,37 @@ module.exports = grammar({
     tensor_type: $ => seq(
       field('element', $.element_type),
       '[',
-      commaSep1(field('dimension', choice($.identifier, $.integer))),
+      commaSep1(field('dimension', $._dimension)),
       ']',
     ),
+
+    // dim = dim_term { ("+" | "-") dim_term }, dim_term = dim_atom { ("*" | "/" | "%") dim_atom },
+    // dim_atom = int | ident | ident "(" dim "," dim ")" (`cdiv`) | "(" dim ")"
+    _dimension: $ => choice(
+      $.identifier,
+      $.integer,
+      $.dimension_expression,
+      $.dimension_call,
+      $.parenthesized_dimension,
+    ),
+
+    dimension_expression: $ => choice(
+      prec.left(PREC.add, seq(field('left', $._dimension), field('operator', choice('+', '-')),
+                              field('right', $._dimension))),
+      prec.left(PREC.multiply, seq(field('left', $._dimension), field('operator', choice('*', '/', '%')),
+                                   field('right', $._dimension))),
+    ),
+
+    dimension_call: $ => seq(
+      field('function', $.identifier),
+      '(',
+      field('argument', $._dimension),
+      ',',
+      field('argument', $._dimension),
+      ')',
+    ),
+
+    parenthesized_dimension: $ => seq('(', $._dimension, ')'),
 
     // annotation
     _annotation: $ => choice(

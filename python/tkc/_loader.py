@@ -17,7 +17,7 @@ class Param:
     name: str
     dtype: str          # "bf16", "f32", ...
     output: bool
-    dims: tuple         # each a symbol ("M", "D") or an int
+    dims: tuple         # each a symbol ("M", "D"), an int, or a derived dim ("cdiv(M, 64)", python/tkc/_dims.py)
     alignment: int      # bytes, for the pointer and the outer strides
     row_multiple: int   # elements the last size must be a multiple of
 

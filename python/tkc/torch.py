@@ -6,6 +6,7 @@ operator a backward."""
 
 import torch
 
+from . import _dims
 from .errors import ShapeError
 
 
@@ -26,20 +27,29 @@ TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float
 
 
 def output_shapes(info, inputs, constants=()):
-    """{output name: shape} from the input tensors' sizes and the constants."""
+    """{output name: shape} from the input tensors' sizes and the constants.
+    A derived dim (`cdiv(M, 64)`) is computed from the names it uses; an
+    input's derived dims bind nothing (the launcher checks them)."""
     values = dict(zip(info.constants, constants))
     for param, tensor in zip(info.inputs, inputs):
         if tensor.dim() != param.rank:
             raise ShapeError(f"{param.name} must have rank {param.rank}, not {tensor.dim()}", info.name)
         for dim, size in zip(param.dims, tensor.shape):
-            if isinstance(dim, str):
+            if _dims.is_symbol(dim):
                 values.setdefault(dim, size)
     shapes = {}
     for param in info.outputs:
-        missing = [d for d in param.dims if isinstance(d, str) and d not in values]
+        names = [s for d in param.dims if isinstance(d, str) for s in _dims.symbols(d)]
+        missing = [n for n in dict.fromkeys(names) if n not in values]
         if missing:
             raise ShapeError(f"no input gives {param.name}'s dims {missing}", info.name)
-        shapes[param.name] = tuple(values[d] if isinstance(d, str) else d for d in param.dims)
+        shape = []
+        for d in param.dims:
+            try:
+                shape.append(_dims.evaluate(d, values) if isinstance(d, str) else d)
+            except ZeroDivisionError:
+                raise ShapeError(f"{param.name}'s dim `{d}` divides by zero for these inputs", info.name) from None
+        shapes[param.name] = tuple(shape)
     return shapes
 
 

@@ -104,6 +104,30 @@ class LoadAndCall(unittest.TestCase):
         self.assertLess(rel(compiled(a, b), 2 * (a.double() @ b.double())), 1e-2)
 
 
+class DerivedDims(unittest.TestCase):
+    def test_an_operator_allocates_derived_outputs(self):
+        """layernorm_bwd's partials are [cdiv(R, 32), D]: register() sizes
+        them from the inputs, and the launcher names a wrong size."""
+        lib = tkc.load(EXAMPLES / "layernorm.tk")
+        op = tkc.torch.register(lib.layernorm_bwd, name="layernorm_bwd_derived_test")
+        r, d = 1000, 768
+        x = torch.randn(r, d, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(d, device="cuda", dtype=torch.bfloat16)
+        dy = torch.randn(r, d, device="cuda", dtype=torch.bfloat16)
+        xf = x.double()
+        mean, rstd = xf.mean(-1), torch.rsqrt(xf.var(-1, unbiased=False) + 1e-5)
+        dx, dwp, dbp = op(dy, x, w, mean.float(), rstd.float())
+        self.assertEqual(tuple(dwp.shape), (32, d))
+        self.assertEqual(tuple(dbp.shape), (32, d))
+        xhat = (xf - mean[:, None]) * rstd[:, None]
+        self.assertLess(rel(dwp.sum(0), (dy.double() * xhat).sum(0)), 1e-3)
+        self.assertLess(rel(dbp.sum(0), dy.double().sum(0)), 1e-3)
+        with self.assertRaises(tkc.ShapeError) as caught:
+            lib.layernorm_bwd(dy, x, w, mean.float(), rstd.float(), torch.empty_like(x), dwp[:31], dbp)
+        self.assertIn("dWp.sizes[0] is 31 but cdiv(R, 32) is 32", str(caught.exception))
+        self.assertTrue(context_usable())
+
+
 class Fp8Gemm(unittest.TestCase):
     """examples/gemm_fp8.tk through the package: torch's float8 tensors go in
     as they are, and the other 8-bit type is refused by name."""

@@ -23,6 +23,7 @@
 #include "ir/Verifier.h"
 #include "lowering/LowerToIR.h"
 #include "passes/Pass.h"
+#include "support/DimExpr.h"
 #include "support/FileIO.h"
 
 #include <llvm/Support/CommandLine.h>
@@ -79,6 +80,44 @@ namespace {
 /// Every element is a double in memory: 2^26 of them take 512 MiB.
 constexpr int64_t kMaxTensorElements = int64_t(1) << 26;
 
+/// A derived dim's size (`cdiv(M, 64)`) from the --size values and the
+/// kernel's `where` values. A --size given for its parameter (`Part_dim0`)
+/// must agree.
+std::optional<int64_t> derivedSize(const ir::Kernel &kernel, const ir::Dim &dim,
+                                   const std::map<std::string, int64_t> &symbols, std::string &error) {
+  std::optional<DimExpr> expr = parseDimExpr(dim.derived, &error);
+  if (!expr)
+    return std::nullopt;
+  std::string missing, failure;
+  std::optional<int64_t> size = evaluateDimExpr(
+      *expr,
+      [&](const std::string &name) -> std::optional<int64_t> {
+        if (auto it = symbols.find(name); it != symbols.end())
+          return it->second;
+        for (auto &[param, value] : kernel.specialization)
+          if (param == name)
+            return value;
+        if (missing.empty())
+          missing = name;
+        return std::nullopt;
+      },
+      &failure);
+  if (!size) {
+    error = !missing.empty() ? fmt::format("no --size given for `{}`, which `{}` needs", missing, dim.derived)
+                             : fmt::format("`{}` {} for these --size values", dim.derived, failure);
+    return std::nullopt;
+  }
+  if (*size < 0 || *size > INT32_MAX) {
+    error = fmt::format("`{}` is {} for these --size values, not a size", dim.derived, *size);
+    return std::nullopt;
+  }
+  if (auto it = symbols.find(dim.symbol); it != symbols.end() && it->second != *size) {
+    error = fmt::format("--size={}={} disagrees with `{}`, which is {}", dim.symbol, it->second, dim.derived, *size);
+    return std::nullopt;
+  }
+  return size;
+}
+
 std::vector<interp::Tensor> makeTensors(const ir::Kernel &kernel, const std::map<std::string, int64_t> &symbols,
                                         std::mt19937 &rng, std::string &error) {
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -99,6 +138,13 @@ std::vector<interp::Tensor> makeTensors(const ir::Kernel &kernel, const std::map
     for (const ir::Dim &d : arg->type.dims) {
       if (d.isStatic()) {
         t.dims.push_back(d.size);
+        continue;
+      }
+      if (!d.derived.empty()) {
+        std::optional<int64_t> size = derivedSize(kernel, d, symbols, error);
+        if (!size)
+          return {};
+        t.dims.push_back(*size);
         continue;
       }
       auto it = symbols.find(d.symbol);

@@ -59,6 +59,10 @@
   function: (identifier) @function.builtin
   (#match? @function.builtin "^(abs|cdiv|colidx|colmax|colmin|colsum|erf|exp|exp2|fill|load|log|log2|max|min|mma|rowidx|rowmax|rowmin|rowsum|rsqrt|sigmoid|silu|sqrt|tanh|zeros)$"))
 
+; `cdiv` in a derived dimension (`f32[cdiv(M, 64), D]`).
+(dimension_call
+  function: (identifier) @function.builtin)
+
 ; block.x, block.y, block.z
 (member_expression
   object: (identifier) @variable.builtin

@@ -166,10 +166,14 @@ def bench(args):
           f", data: {'random tokens' if data_kind(args) == 'random' else 'characters'}")
     times = {v.name: [] for v in variants}
     order = random.Random(args.seed)
-    for _ in range(args.bench_rounds):
+    fpt = flops_per_token(cfg, variants[0].model.num_parameters())
+    args.out.mkdir(parents=True, exist_ok=True)
+    for r in range(args.bench_rounds):
         for v in order.sample(variants, len(variants)):
             times[v.name].append(timed_window(v, args.bench_window))
-    fpt = flops_per_token(cfg, variants[0].model.num_parameters())
+        # Each round's medians so far, so that a run cut short still tells.
+        medians = {name: statistics.median(ts) for name, ts in times.items()}
+        print(f"  round {r + 1}: " + ", ".join(f"{name} {m * 1e3:.1f} ms" for name, m in medians.items()))
     result = {"config": vars(cfg), "batch": batch, "device": device_name(d.device),
               "torch": torch.__version__, "variants": {}, "failed": failed}
     lines = ["| variant | tokens/s (median) | ms/step | spread (min-max ms) | model TFLOP/s |", "|---|---|---|---|---|"]
@@ -178,19 +182,19 @@ def bench(args):
         result["variants"][name] = {"step_s": ts, "median_step_s": med, "tokens_per_s": tokens / med}
         lines.append(f"| {name} | {tokens / med:,.0f} | {med * 1e3:.1f} | {min(ts) * 1e3:.1f}-{max(ts) * 1e3:.1f} | "
                      f"{fpt * tokens / med / 1e12:.1f} |")
-    parts = {v.name: breakdown(v, max(2, args.bench_window // 2)) for v in variants}
+    parts = {v.name: breakdown(v, max(2, args.bench_window // 2)) for v in variants} if args.bench_breakdown else {}
     result["breakdown_ms_per_step"] = parts
     rows = sorted({k for p in parts.values() for k in p if k != "total"},
                   key=lambda k: -max(p.get(k, 0.0) for p in parts.values()))
     what = "GPU" if d.device.type == "cuda" else "CPU"
-    lines += ["", f"{what} time per step by operator (torch.profiler self time, ms):", "",
-              "| operator | " + " | ".join(parts) + " |", "|---" * (len(parts) + 1) + "|"]
-    for k in rows + ["total"]:
-        lines.append(f"| {k} | " + " | ".join(f"{p.get(k, 0.0):.2f}" for p in parts.values()) + " |")
+    if parts:
+        lines += ["", f"{what} time per step by operator (torch.profiler self time, ms):", "",
+                  "| operator | " + " | ".join(parts) + " |", "|---" * (len(parts) + 1) + "|"]
+        for k in rows + ["total"]:
+            lines.append(f"| {k} | " + " | ".join(f"{p.get(k, 0.0):.2f}" for p in parts.values()) + " |")
     lines += [f"\n{name} did not run: {why}" for name, why in failed.items()]
     table = "\n".join(lines)
     print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.md").write_text(table + "\n")
     (args.out / "bench.json").write_text(json.dumps(result, indent=1))
     print(f"wrote {args.out / 'bench.md'}, {args.out / 'bench.json'}")

@@ -65,6 +65,8 @@ def build_parser():
     ap.add_argument("--bench-warmup", type=int, default=10)
     ap.add_argument("--bench-window", type=int, default=10, help="steps per timed window")
     ap.add_argument("--bench-rounds", type=int, default=6)
+    ap.add_argument("--no-bench-breakdown", dest="bench_breakdown", action="store_false",
+                    help="leave out the per-operator GPU time (a profiled window of each variant)")
     return ap
 
 

@@ -54,18 +54,8 @@ GlobalAccess KernelEmitter::describeAccess(const Op &op, const Value *global, si
   std::vector<int64_t> sizes = op.listAttr("sizes");
   std::vector<int64_t> checked = checkedDims(op, rank);
   std::vector<int64_t> checkedLow = checkedLowDims(op, rank);
-  auto dimSize = [&](size_t d) -> std::string {
-    if (g.dims[d].isStatic())
-      return std::to_string(g.dims[d].size);
-    for (auto &arg : kernel_.body.args)
-      if (arg->type.isScalar() && arg->nameHint == g.dims[d].symbol)
-        return name(arg.get());
-    assert(false && "a symbolic dim is a scalar parameter of its kernel");
-    return sourceIdentifier(g.dims[d].symbol);
-  };
-  auto stride = [&](size_t d) -> std::string {
-    return d + 1 == rank ? "1" : strideName(global, d);
-  };
+  auto dimSize = [&](size_t d) { return globalDimSize(global, d); };
+  auto stride = [&](size_t d) { return globalStride(global, d); };
   GlobalAccess access;
   access.base = name(global);
   std::vector<size_t> tileDims;
@@ -228,16 +218,8 @@ bool KernelEmitter::emitGather(const Op &op) {
   size_t rank = g.dims.size();
   std::vector<int64_t> sizes = op.listAttr("sizes");
   std::vector<int64_t> checked = checkedDims(op, rank), checkedLow = checkedLowDims(op, rank);
-  auto dimSize = [&](size_t d) -> std::string {
-    if (g.dims[d].isStatic())
-      return std::to_string(g.dims[d].size);
-    for (auto &arg : kernel_.body.args)
-      if (arg->type.isScalar() && arg->nameHint == g.dims[d].symbol)
-        return name(arg.get());
-    assert(false && "a symbolic dim is a scalar parameter of its kernel");
-    return sourceIdentifier(g.dims[d].symbol);
-  };
-  auto stride = [&](size_t d) -> std::string { return d + 1 == rank ? "1" : strideName(global, d); };
+  auto dimSize = [&](size_t d) { return globalDimSize(global, d); };
+  auto stride = [&](size_t d) { return globalStride(global, d); };
   // Where element i lies: base + i * (sliced stride) + index * (gathered stride).
   std::string base = name(global), sliced = "0";
   std::vector<std::string> uniform, perElement;

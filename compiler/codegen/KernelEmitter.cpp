@@ -2,6 +2,7 @@
 #include "codegen/Identifiers.h"
 #include "support/CommentText.h"
 
+#include <cassert>
 #include <cmath>
 #include <set>
 
@@ -63,6 +64,21 @@ std::string KernelEmitter::strideName(const Value *global, size_t dim) {
   if (it == derivedNames_.end())
     it = derivedNames_.emplace(key, nameTable_.fresh(fmt::format("{}_stride{}", name(global), dim))).first;
   return it->second;
+}
+
+std::string KernelEmitter::globalDimSize(const Value *global, size_t dim) {
+  const Type &g = global->type;
+  if (g.dims[dim].isStatic())
+    return std::to_string(g.dims[dim].size);
+  for (auto &arg : kernel_.body.args)
+    if (arg->type.isScalar() && arg->nameHint == g.dims[dim].symbol)
+      return name(arg.get());
+  assert(false && "a symbolic dim is a scalar parameter of its kernel");
+  return sourceIdentifier(g.dims[dim].symbol);
+}
+
+std::string KernelEmitter::globalStride(const Value *global, size_t dim) {
+  return dim + 1 == global->type.dims.size() ? "1" : strideName(global, dim);
 }
 
 std::string KernelEmitter::tensorMapName(const Value *global) {

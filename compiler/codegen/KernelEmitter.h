@@ -89,6 +89,11 @@ private:
   std::string declareName(const ir::Value *v);
   /// The parameter holding the stride of a global tensor's dim.
   std::string strideName(const ir::Value *global, size_t dim);
+  /// A global tensor's size in `dim`: its static extent, or the scalar
+  /// parameter that holds it.
+  std::string globalDimSize(const ir::Value *global, size_t dim);
+  /// A global tensor's stride in `dim` as an expression ("1" for the last).
+  std::string globalStride(const ir::Value *global, size_t dim);
   /// The parameter holding a global tensor's bulk-copy tensor map.
   std::string tensorMapName(const ir::Value *global);
   /// A scalar operand as an expression.

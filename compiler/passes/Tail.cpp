@@ -364,6 +364,7 @@ private:
           Op *load = const_cast<Op *>(&op);
           result[tileAxis] = {.terms = {BoundTerm{.order = order_.at(load), .load = load, .globalDim = d}},
                               .origins = {{load, d}},
+                              .carriers = {},
                               .knownZero = true};
         }
         ++tileAxis;
@@ -762,6 +763,17 @@ private:
     return combine(padding, *before.parent, positionOf(before), before.loc);
   }
 
+  /// Narrows `result` to also respect `limits`: the smaller high limit and
+  /// the smaller low offset.
+  static void narrow(Builder &builder, Limits &result, const Limits &limits) {
+    auto smaller = [&](Value *a, Value *b) {
+      return a ? builder.value(OpKind::Min, {a, b}, Type::scalar(DType::I32)) : b;
+    };
+    result.high = smaller(result.high, limits.high);
+    if (limits.lowOffset)
+      result.lowOffset = smaller(result.lowOffset, limits.lowOffset);
+  }
+
   Limits combine(const AxisPadding &padding, Block &block, OpIterator before, SourceLocation loc) {
     Builder builder(block, before);
     builder.setLoc(loc);
@@ -770,12 +782,7 @@ private:
       Limits limits = materialize(term);
       if (!limits.high)
         return {};
-      auto smaller = [&](Value *a, Value *b) {
-        return a ? builder.value(OpKind::Min, {a, b}, Type::scalar(DType::I32)) : b;
-      };
-      result.high = smaller(result.high, limits.high);
-      if (limits.lowOffset)
-        result.lowOffset = smaller(result.lowOffset, limits.lowOffset);
+      narrow(builder, result, limits);
     }
     return result;
   }
@@ -801,12 +808,7 @@ private:
       }
       if (!limits.high)
         return {};
-      auto smaller = [&](Value *a, Value *b) {
-        return a ? builder.value(OpKind::Min, {a, b}, Type::scalar(DType::I32)) : b;
-      };
-      result.high = smaller(result.high, limits.high);
-      if (limits.lowOffset)
-        result.lowOffset = smaller(result.lowOffset, limits.lowOffset);
+      narrow(builder, result, limits);
     }
     return result;
   }

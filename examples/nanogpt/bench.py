@@ -91,18 +91,38 @@ class Variant:
         return loss
 
 
+def allocator_counts(device):
+    """The caching allocator's counters that tell whether a window waited
+    on the device: cudaMalloc and cudaFree calls (a cudaFree synchronizes)
+    and allocations that failed and were retried after freeing the cache."""
+    if device.type != "cuda":
+        return {}
+    stats = torch.cuda.memory_stats(device)
+    return {k: stats.get(k, 0) for k in ("num_device_alloc", "num_device_free", "num_alloc_retries")}
+
+
 def timed_window(v, n):
-    """Seconds per step over n steps (CUDA events on the GPU)."""
+    """(seconds per step over n steps by CUDA events on the GPU, what the
+    window cost besides: host seconds per step to issue the steps, the
+    allocator's counters over it, the peak of allocated memory in it)."""
     if v.device.type != "cuda":
         t0 = time.perf_counter()
         v.steps(n)
-        return (time.perf_counter() - t0) / n
+        step = (time.perf_counter() - t0) / n
+        return step, {"host_s": step}
+    before = allocator_counts(v.device)
+    torch.cuda.reset_peak_memory_stats(v.device)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
+    t0 = time.perf_counter()
     v.steps(n)
+    host = (time.perf_counter() - t0) / n
     end.record()
     end.synchronize()
-    return start.elapsed_time(end) / 1e3 / n
+    after = allocator_counts(v.device)
+    extra = {"host_s": host, "peak_gib": torch.cuda.max_memory_allocated(v.device) / 2**30}
+    extra.update({k: after[k] - before[k] for k in after})
+    return start.elapsed_time(end) / 1e3 / n, extra
 
 
 def breakdown(v, n):
@@ -165,12 +185,15 @@ def bench(args):
           f"{cfg.block_size} = {tokens} tokens/step, on {device_name(d.device)}, torch {torch.__version__}"
           f", data: {'random tokens' if data_kind(args) == 'random' else 'characters'}")
     times = {v.name: [] for v in variants}
+    extras = {v.name: [] for v in variants}
     order = random.Random(args.seed)
     fpt = flops_per_token(cfg, variants[0].model.num_parameters())
     args.out.mkdir(parents=True, exist_ok=True)
     for r in range(args.bench_rounds):
         for v in order.sample(variants, len(variants)):
-            times[v.name].append(timed_window(v, args.bench_window))
+            step, extra = timed_window(v, args.bench_window)
+            times[v.name].append(step)
+            extras[v.name].append(extra)
         # Each round's medians so far, so that a run cut short still tells.
         medians = {name: statistics.median(ts) for name, ts in times.items()}
         print(f"  round {r + 1}: " + ", ".join(f"{name} {m * 1e3:.1f} ms" for name, m in medians.items()))
@@ -179,9 +202,19 @@ def bench(args):
     lines = ["| variant | tokens/s (median) | ms/step | spread (min-max ms) | model TFLOP/s |", "|---|---|---|---|---|"]
     for name, ts in times.items():
         med = statistics.median(ts)
-        result["variants"][name] = {"step_s": ts, "median_step_s": med, "tokens_per_s": tokens / med}
+        result["variants"][name] = {"step_s": ts, "median_step_s": med, "tokens_per_s": tokens / med,
+                                    "windows": extras[name]}
         lines.append(f"| {name} | {tokens / med:,.0f} | {med * 1e3:.1f} | {min(ts) * 1e3:.1f}-{max(ts) * 1e3:.1f} | "
                      f"{fpt * tokens / med / 1e12:.1f} |")
+    # A step whose host time nears its device time follows the host; device
+    # allocations (cudaFree synchronizes) and retries stall the queue.
+    lines += ["", "| variant | host ms/step (median) | cudaMalloc + cudaFree in all windows | alloc retries | "
+                  "peak allocated GiB |", "|---|---|---|---|---|"]
+    for name, ws in extras.items():
+        total = {k: sum(w.get(k, 0) for w in ws) for k in ("num_device_alloc", "num_device_free", "num_alloc_retries")}
+        lines.append(f"| {name} | {statistics.median(w['host_s'] for w in ws) * 1e3:.1f} | "
+                     f"{total['num_device_alloc'] + total['num_device_free']} | {total['num_alloc_retries']} | "
+                     f"{max(w.get('peak_gib', 0.0) for w in ws):.1f} |")
     parts = {v.name: breakdown(v, max(2, args.bench_window // 2)) for v in variants} if args.bench_breakdown else {}
     result["breakdown_ms_per_step"] = parts
     rows = sorted({k for p in parts.values() for k in p if k != "total"},

@@ -10,7 +10,13 @@ its own optimizer and the same batches. After --bench-warmup steps each
 (compilation happens there), rounds of timed windows of --bench-window steps
 alternate between the variants, in a fresh random order each round, so that
 clocks and temperature drift spread over all of them; a variant's figure is
-its median window. Then torch.profiler records a window of each variant,
+its median window. Before each window the allocator's cache is emptied and
+the variant runs --bench-settle untimed steps, so that it allocates from
+its own cached blocks as it would alone. Beside the step times the bench
+prints each variant's host time to issue a step and the device
+allocations in its windows: a step whose host time nears its length, or a
+window with cudaMalloc/cudaFree calls, waited on something other than the
+GPU's work. Then torch.profiler records a window of each variant,
 and the GPU time of its operators is summed into the categories of
 CATEGORIES (self time: a kernel counts once, for the operator that
 launched it; the kernels a compiled graph generates count under the
@@ -99,6 +105,18 @@ def allocator_counts(device):
         return {}
     stats = torch.cuda.memory_stats(device)
     return {k: stats.get(k, 0) for k in ("num_device_alloc", "num_device_free", "num_alloc_retries")}
+
+
+def settle(v, n):
+    """Empties the allocator's cache, then runs n untimed steps: one
+    process holds every variant, but a training process holds one model,
+    and the blocks another variant's window left cached would make this
+    one's allocations fail, free the cache (a cudaFree waits for the
+    device) and retry."""
+    if v.device.type == "cuda" and n > 0:
+        torch.cuda.synchronize(v.device)
+        torch.cuda.empty_cache()
+    v.steps(n)
 
 
 def timed_window(v, n):
@@ -191,6 +209,7 @@ def bench(args):
     args.out.mkdir(parents=True, exist_ok=True)
     for r in range(args.bench_rounds):
         for v in order.sample(variants, len(variants)):
+            settle(v, args.bench_settle)
             step, extra = timed_window(v, args.bench_window)
             times[v.name].append(step)
             extras[v.name].append(extra)

@@ -65,6 +65,9 @@ def build_parser():
     ap.add_argument("--bench-warmup", type=int, default=10)
     ap.add_argument("--bench-window", type=int, default=10, help="steps per timed window")
     ap.add_argument("--bench-rounds", type=int, default=6)
+    ap.add_argument("--bench-settle", type=int, default=1,
+                    help="untimed steps before each window, after the allocator's cache is emptied, so that a "
+                         "variant's window does not pay for memory the other variants' windows left cached")
     ap.add_argument("--no-bench-breakdown", dest="bench_breakdown", action="store_false",
                     help="leave out the per-operator GPU time (a profiled window of each variant)")
     return ap

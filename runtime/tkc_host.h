@@ -37,10 +37,16 @@ typedef struct tkc_tensor {
   int32_t device;       ///< the CUDA device ordinal that `data` lives on
   void *data;           ///< device memory (cudaMalloc or a pool of it)
   int32_t rank;
-  int32_t reserved; ///< 0
+  uint32_t flags;   ///< TKC_TENSOR_* bits, or 0
   int64_t sizes[TKC_MAX_RANK];
   int64_t strides[TKC_MAX_RANK];
 } tkc_tensor;
+
+/// `flags`: the caller vouches that `data` is device memory of `device`, as
+/// a framework's CUDA tensor is, so the launcher need not ask the driver
+/// where it is (cudaPointerGetAttributes costs host time on every launch).
+/// Without it the launcher asks, and refuses host and managed memory.
+#define TKC_TENSOR_DEVICE_MEMORY 1u
 
 #define TKC_TENSOR_INIT {(uint32_t)sizeof(tkc_tensor), TKC_ABI_VERSION, {0, 0, 1}, 0, NULL, 0, 0, {0}, {0}}
 

@@ -110,7 +110,14 @@ inline int multiprocessors(char *message, int device, int *count) {
 
 /// `tensor`'s data must be ordinary device memory of `device`: kernels read
 /// host memory through a fault (or garbage) and managed memory page by page.
+/// A descriptor flagged TKC_TENSOR_DEVICE_MEMORY is taken at its word.
 inline int check_device_memory(char *message, const tkc_tensor *tensor, const char *name, int device) {
+  if (tensor->flags & TKC_TENSOR_DEVICE_MEMORY) {
+    if (tensor->device != device)
+      return fail(message, TKC_ERROR_DEVICE, "%s is on device %d but the current device is %d", name,
+                  (int)tensor->device, device);
+    return TKC_OK;
+  }
   cudaPointerAttributes attributes{};
   if (cudaError_t e = consumed(cudaPointerGetAttributes(&attributes, tensor->data)); e != cudaSuccess)
     return fail(message, TKC_ERROR_CUDA, "cannot tell where %s's memory is: %s", name, cudaGetErrorString(e));

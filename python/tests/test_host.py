@@ -6,6 +6,7 @@ answer before any CUDA call."""
 import ctypes
 import os
 import shutil
+import struct
 import sys
 import tempfile
 import unittest
@@ -176,6 +177,17 @@ class LauncherTest(unittest.TestCase):
             self.assertEqual(buf.raw[i * 128:(i + 1) * 128], ctypes.string_at(ctypes.addressof(d), 128), p.name)
         self.assertIsNone(_loader.pack(self.args(X=DescribedTensor((8, 1024)))))
         self.assertIsNone(_loader.pack(self.args(X=FakeTensor((8, 1024), "c64"))))
+
+    def test_torch_gpu_tensors_are_flagged_as_device_memory(self):
+        # A type from torch's modules vouches for its CUDA memory; others
+        # and host tensors leave the launcher to ask the driver.
+        TorchLike = type("Tensor", (FakeTensor,), {"__module__": "torch.fake"})
+        tensors = self.args(X=TorchLike((8, 1024)), W=TorchLike((1024,), device=FakeDevice("cpu", None)))
+        buf, _ = _loader.pack(tensors)
+        flags = [struct.unpack_from("<I", buf.raw, i * 128 + 28)[0] for i in range(len(tensors))]
+        self.assertEqual(flags, [1, 0, 0, 0, 0, 0])
+        for i, (t, p) in enumerate(zip(tensors, self.ln.info.tensors)):
+            self.assertEqual(_loader.describe(t, p, "layernorm").flags, flags[i], p.name)
 
     def test_described_tensors_get_the_same_answers(self):
         self.check_raises(tkc.AlignmentError, "multiple of 8",

@@ -51,7 +51,7 @@ class TkcTensor(ctypes.Structure):
         ("device", ctypes.c_int32),
         ("data", ctypes.c_void_p),
         ("rank", ctypes.c_int32),
-        ("reserved", ctypes.c_int32),
+        ("flags", ctypes.c_uint32),
         ("sizes", ctypes.c_int64 * MAX_RANK),
         ("strides", ctypes.c_int64 * MAX_RANK),
     ]

@@ -105,8 +105,11 @@ def describe(obj, param, kernel):
     device = obj.device
     index = getattr(device, "index", None)
     on_gpu = getattr(device, "type", str(device)) == "cuda"
-    return _abi.make_tensor(obj.data_ptr(), tuple(obj.shape), tuple(obj.stride()), name,
+    desc = _abi.make_tensor(obj.data_ptr(), tuple(obj.shape), tuple(obj.stride()), name,
                             (index or 0) if on_gpu else -1)
+    if on_gpu and _vouches(obj):
+        desc.flags = _DEVICE_MEMORY
+    return desc
 
 
 # The per-call path: descriptors packed into one buffer with struct (the
@@ -114,7 +117,7 @@ def describe(obj, param, kernel):
 # import), the dtype looked up by torch's dtype object, the stream read as an
 # integer. A launch from Python then costs a few microseconds of host time
 # rather than tens per tensor.
-_PACKED = struct.Struct("<IIBBHiQii6q6q")
+_PACKED = struct.Struct("<IIBBHiQiI6q6q")
 _NO_DIMS = tuple((0,) * (_abi.MAX_RANK - r) for r in range(_abi.MAX_RANK + 1))
 _dtype_codes = dict(_abi.DTYPE_CODES)  # tkc's dtype names; torch's dtype objects join once torch is loaded
 
@@ -127,6 +130,18 @@ def _late_dtype_code(dtype):
         _dtype_codes.update({getattr(torch, name): _abi.DTYPE_CODES[tkc]
                              for name, tkc in _abi.TORCH_DTYPES.items() if hasattr(torch, name)})
     return _dtype_codes.get(dtype)
+
+
+_DEVICE_MEMORY = 1  # TKC_TENSOR_DEVICE_MEMORY
+_vouching_types = {}  # type -> whether its GPU instances are device memory (torch's tensors are)
+
+
+def _vouches(t):
+    cls = type(t)
+    vouches = _vouching_types.get(cls)
+    if vouches is None:
+        vouches = _vouching_types[cls] = _is_torch(t)
+    return vouches
 
 
 def pack(tensors):
@@ -149,8 +164,11 @@ def pack(tensors):
         if device < 0 <= where:
             device = where
         pad = _NO_DIMS[len(shape)]
+        # A torch CUDA tensor is device memory of its device, so the
+        # launcher need not ask the driver (it still checks the device).
+        flags = _DEVICE_MEMORY if where >= 0 and _vouches(t) else 0
         _PACKED.pack_into(buf, i * size, size, _abi.ABI_VERSION, code[0], code[1], 1, where, t.data_ptr() or 0,
-                          len(shape), 0, *shape, *pad, *t.stride(), *pad)
+                          len(shape), flags, *shape, *pad, *t.stride(), *pad)
     return buf, device
 
 

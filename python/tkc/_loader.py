@@ -78,8 +78,15 @@ def kernels_in_header(text):
 # --- tensors -------------------------------------------------------------------
 
 
+_torch_types = {}  # type -> whether it comes from torch (every launch asks)
+
+
 def _is_torch(obj):
-    return type(obj).__module__.split(".")[0] == "torch"
+    cls = type(obj)
+    known = _torch_types.get(cls)
+    if known is None:
+        known = _torch_types[cls] = cls.__module__.split(".")[0] == "torch"
+    return known
 
 
 def dtype_name(dtype):
@@ -107,7 +114,7 @@ def describe(obj, param, kernel):
     on_gpu = getattr(device, "type", str(device)) == "cuda"
     desc = _abi.make_tensor(obj.data_ptr(), tuple(obj.shape), tuple(obj.stride()), name,
                             (index or 0) if on_gpu else -1)
-    if on_gpu and _vouches(obj):
+    if on_gpu and _is_torch(obj):
         desc.flags = _DEVICE_MEMORY
     return desc
 
@@ -133,15 +140,6 @@ def _late_dtype_code(dtype):
 
 
 _DEVICE_MEMORY = 1  # TKC_TENSOR_DEVICE_MEMORY
-_vouching_types = {}  # type -> whether its GPU instances are device memory (torch's tensors are)
-
-
-def _vouches(t):
-    cls = type(t)
-    vouches = _vouching_types.get(cls)
-    if vouches is None:
-        vouches = _vouching_types[cls] = _is_torch(t)
-    return vouches
 
 
 def pack(tensors):
@@ -166,7 +164,7 @@ def pack(tensors):
         pad = _NO_DIMS[len(shape)]
         # A torch CUDA tensor is device memory of its device, so the
         # launcher need not ask the driver (it still checks the device).
-        flags = _DEVICE_MEMORY if where >= 0 and _vouches(t) else 0
+        flags = _DEVICE_MEMORY if where >= 0 and _is_torch(t) else 0
         _PACKED.pack_into(buf, i * size, size, _abi.ABI_VERSION, code[0], code[1], 1, where, t.data_ptr() or 0,
                           len(shape), flags, *shape, *pad, *t.stride(), *pad)
     return buf, device

@@ -1,6 +1,7 @@
 """Derived dims (`cdiv(M, 64)`) without a GPU or torch: the evaluator, the
-output shapes a loader allocates, and the info and launcher checks of a
-kernel that has them (test/codegen/Inputs/derived-dims.tk)."""
+output shapes a loader allocates, and the info and launcher checks of
+kernels that have them (test/codegen/Inputs/derived-dims.tk, and the
+examples' backwards with a row of partials a block)."""
 
 import importlib
 import os
@@ -135,6 +136,68 @@ class DerivedKernelTest(unittest.TestCase):
         with self.assertRaises(tkc.ShapeError) as caught:
             self.halves(*args)
         self.assertIn("Part.sizes[0] is 15 but cdiv(M, 64) is 16", str(caught.exception))
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@unittest.skipUnless(tools_available(), "needs the tkc compiler and nvcc")
+class ExamplePartialsTest(unittest.TestCase):
+    """The examples' backwards that write a row of f32 partials a block
+    declare the partials' rows as a derived dim: loaders size them from the
+    other inputs, and the launchers refuse any other row count."""
+
+    # (example, kernel, input shapes, constants, partials, their rows' expression, rows a block)
+    CASES = [
+        ("rmsnorm", "rmsnorm_bwd", [(1000, 768), (1000, 768), (768,), (1000,)], [], ("dWp",), "cdiv(R, 32)", 32),
+        ("residual_layernorm", "residual_layernorm_bwd",
+         [(1000, 768), (1000, 768), (1000, 768), (768,), (1000,), (1000,)], [], ("dWp", "dBp"), "cdiv(R, 32)", 32),
+        ("gelu_bwd", "gelu_bwd", [(1001, 3072), (1001, 3072)], [1], ("dBp",), "cdiv(M, 64)", 64),
+    ]
+
+    @classmethod
+    def setUpClass(cls):
+        cache = Path(os.environ.get("TKC_TEST_CACHE") or tempfile.mkdtemp(prefix="tkc-test-"))
+        cls.torch = torch_module_without_torch()
+        cls.launchers = {kernel: getattr(tkc.load(EXAMPLES / f"{stem}.tk", target="sm_80", cache_dir=cache), kernel)
+                         for stem, kernel, *_ in cls.CASES}
+
+    def test_loaders_size_the_partials_a_row_a_block(self):
+        for _, kernel, shapes, constants, partials, expression, per_block in self.CASES:
+            with self.subTest(kernel=kernel):
+                info = self.launchers[kernel].info
+                declared = {p.name: p.dims for p in info.outputs}
+                rows, cols = shapes[0]
+                for n in partials:
+                    self.assertEqual(declared[n], (expression, declared[n][1]))
+                sizes = self.torch.output_shapes(info, [Sized(*s) for s in shapes], constants)
+                self.assertEqual({n: sizes[n] for n in partials}, {n: (-(-rows // per_block), cols) for n in partials})
+
+    def call(self, kernel, shapes, constants, partials, change):
+        """The launcher on fake tensors of the declared shapes, with `change`
+        rows added to every partials buffer."""
+        launcher = self.launchers[kernel]
+        info = launcher.info
+        sizes = dict(zip((p.name for p in info.inputs), shapes))
+        sizes.update(self.torch.output_shapes(info, [Sized(*s) for s in shapes], constants))
+        for n in partials:
+            sizes[n] = (sizes[n][0] + change,) + sizes[n][1:]
+        launcher(*(FakeTensor(sizes[p.name], p.dtype, 0x7F0000000000 + (i << 28)) for i, p in enumerate(info.tensors)),
+                 *constants)
+
+    def test_the_launchers_refuse_other_row_counts(self):
+        for _, kernel, shapes, constants, partials, expression, per_block in self.CASES:
+            blocks = -(-shapes[0][0] // per_block)
+            for change in (-1, 1):
+                with self.subTest(kernel=kernel, change=change):
+                    with self.assertRaises(tkc.ShapeError) as caught:
+                        self.call(kernel, shapes, constants, partials, change)
+                    self.assertIn(f"{partials[0]}.sizes[0] is {blocks + change} but {expression} is {blocks}",
+                                  str(caught.exception))
+            # The declared rows pass every structural check: no GPU here
+            # (CudaError), or fake pointers on one (DeviceError).
+            with self.subTest(kernel=kernel, change=0), self.assertRaises((tkc.CudaError, tkc.DeviceError)):
+                self.call(kernel, shapes, constants, partials, 0)
 
 
 if __name__ == "__main__":

@@ -127,7 +127,10 @@ def attention(q, k, v, causal=False):
 #
 # Both backwards sum dW (and dBias) over the rows in two kernels: per-block
 # partials over 32 rows each, then their column sums, so that the result is
-# the same on every run.
+# the same on every run. The kernels declare the partials [cdiv(R, 32), D]
+# and their launchers refuse any other row count, so a change of the rows a
+# block there cannot go unnoticed here; sizing them without output_shapes
+# keeps the derived dim's parsing off each eager call.
 
 _NORM_ROWS_PER_BLOCK = 32
 
@@ -441,7 +444,8 @@ def cross_entropy(logits, targets, ignore_index=-100):
 #
 # The forward is one kernel (linear_gelu.tk) that also keeps the
 # pre-activation. The backward is gelu_bwd.tk's two kernels (dPre with
-# per-block bias-gradient partials over 64 rows, then their column sums) and
+# per-block bias-gradient partials over 64 rows, [cdiv(M, 64), N] as the
+# kernel declares and its launcher checks, then their column sums) and
 # dX = dPre W, dW = dPre^T X through torch.matmul: at a transformer MLP's
 # shapes (dW is [N, K] = [3072, 768] from 8192 rows) a 128 x 256 output tile
 # per multiprocessor leaves most of an H100 idle, where cuBLAS splits K.

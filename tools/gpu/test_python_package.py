@@ -127,6 +127,46 @@ class DerivedDims(unittest.TestCase):
         self.assertIn("dWp.sizes[0] is 31 but cdiv(R, 32) is 32", str(caught.exception))
         self.assertTrue(context_usable())
 
+    def check_partials(self, launcher, inputs, constants, sums, expression, per_block):
+        """Registers `launcher`, a backward that writes a row of partials per
+        `per_block` rows: the operator sizes each partials buffer, whose
+        column sums are `sums[name]` (float64), and the launcher refuses the
+        buffers a row short, naming `expression`; the context stays usable."""
+        op = tkc.torch.register(launcher, name=f"{launcher.info.name}_derived_test")
+        outputs = dict(zip((p.name for p in launcher.info.outputs), op(*inputs, *constants)))
+        rows = -(-inputs[0].shape[0] // per_block)
+        for name, want in sums.items():
+            self.assertEqual(tuple(outputs[name].shape), (rows, inputs[0].shape[1]), name)
+            self.assertLess(rel(outputs[name].sum(0), want), 1e-3, name)
+        short = [outputs[p.name][:rows - 1] if p.name in sums else outputs[p.name] for p in launcher.info.outputs]
+        with self.assertRaises(tkc.ShapeError) as caught:
+            tkc.torch.call_with_outputs(launcher, inputs, constants, short)
+        self.assertIn(f"{next(iter(sums))}.sizes[0] is {rows - 1} but {expression} is {rows}", str(caught.exception))
+        self.assertTrue(context_usable())
+
+    def test_the_other_backwards_partials(self):
+        """rmsnorm_bwd's and residual_layernorm_bwd's partials are
+        [cdiv(R, 32), D], gelu_bwd's [cdiv(M, 64), N]."""
+        r, d = 1000, 768
+        bf16 = dict(device="cuda", dtype=torch.bfloat16)
+        x, dy, ds_in = (torch.randn(r, d, **bf16) for _ in range(3))
+        w = torch.randn(d, **bf16)
+        xf, dyf = x.double(), dy.double()
+        rstd = torch.rsqrt(xf.pow(2).mean(-1) + 1e-6)
+        self.check_partials(tkc.load(EXAMPLES / "rmsnorm.tk").rmsnorm_bwd, (dy, x, w, rstd.float()), (),
+                            {"dWp": (dyf * xf * rstd[:, None]).sum(0)}, "cdiv(R, 32)", 32)
+        mean, rstd = xf.mean(-1), torch.rsqrt(xf.var(-1, unbiased=False) + 1e-5)
+        shat = (xf - mean[:, None]) * rstd[:, None]
+        self.check_partials(tkc.load(EXAMPLES / "residual_layernorm.tk").residual_layernorm_bwd,
+                            (dy, ds_in, x, w, mean.float(), rstd.float()), (),
+                            {"dWp": (dyf * shat).sum(0), "dBp": dyf.sum(0)}, "cdiv(R, 32)", 32)
+        m, n = 1001, 3072
+        pre, dy = torch.randn(m, n, **bf16), torch.randn(m, n, **bf16)
+        pref = pre.double().requires_grad_()
+        (dpre,) = torch.autograd.grad(F.gelu(pref, approximate="tanh"), (pref,), dy.double())
+        self.check_partials(tkc.load(EXAMPLES / "gelu_bwd.tk").gelu_bwd, (dy, pre), (1,), {"dBp": dpre.sum(0)},
+                            "cdiv(M, 64)", 64)
+
 
 class Fp8Gemm(unittest.TestCase):
     """examples/gemm_fp8.tk through the package: torch's float8 tensors go in

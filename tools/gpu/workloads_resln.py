@@ -97,7 +97,9 @@ class ResidualLayerNormBwd(Workload):
     main_output = "dS"
     peer_names = ["eager", "compiled"]
     unit = "GB/s"
-    rows_per_block = 32  # residual_layernorm_bwd's rows a block, one row of dWp and dBp each
+    # residual_layernorm_bwd's rows a block, one row of dWp and dBp each: the
+    # kernel declares them [cdiv(R, 32), D] and the launcher checks it.
+    rows_per_block = 32
     tolerances = {"dS": 1e-2, "dW": 1e-4, "dBias": 1e-4}
     # D up to 1024, as layernorm_bwd: a thread holds D / 32 elements of
     # dOut, Shat and both sums.
@@ -108,7 +110,8 @@ class ResidualLayerNormBwd(Workload):
     argcheck_size = dict(R=4, D=1024)
     extra_arg_cases = [("unsupported D=2048", dict(R=4, D=2048), {}, 5),
                        ("dS_in with other R", dict(R=4, D=1024), {"dS_in": (8, 1024)}, 2),
-                       ("dBp with other P", dict(R=4, D=1024), {"dBp": (2, 1024)}, 2)]
+                       ("dBp one row over", dict(R=4, D=1024), {"dBp": (2, 1024)}, 2),
+                       ("partials one row short", dict(R=100, D=1024), {"dWp": (3, 1024), "dBp": (3, 1024)}, 2)]
     plot_xlabel = "R"
 
     steps = [("residual_layernorm_bwd", ["dOut", "dS_in", "S", "W", "Mean", "Rstd", "dS", "dWp", "dBp"], []),

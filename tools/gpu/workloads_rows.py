@@ -77,7 +77,9 @@ class NormBwd(Rows):
     col_grads = ()   # f32 [D] outputs
     partials = ()    # f32 scratch [cdiv(R, 32), D], one per gradient
     main_output = "dX"
-    rows_per_block = 32  # the backward kernel's rows a block, one row of the partials each
+    # The backward kernel's rows a block, one row of the partials each: the
+    # kernels declare the partials [cdiv(R, 32), D] and the launchers check it.
+    rows_per_block = 32
     # D up to 1024: at 2048 a thread's share of dY, Xhat and the gradients' sums spills.
     check_sizes = ([dict(R=r, D=1024) for r in (1, 37, 1000, 4099, 70000)] +
                    [dict(R=r, D=d) for d in (384, 768) for r in (1, 37, 4099)])
@@ -128,7 +130,8 @@ class LayerNormBwd(NormBwd):
     eps = 1e-5
     tolerances = {"dX": 1e-2, "dW": 1e-4, "dBias": 1e-4}
     extra_arg_cases = [("unsupported D=2048", dict(R=4, D=2048), {}, 5),
-                       ("Mean with other R", dict(R=4, D=1024), {"Mean": (8,)}, 2)]
+                       ("Mean with other R", dict(R=4, D=1024), {"Mean": (8,)}, 2),
+                       ("partials one row short", dict(R=100, D=1024), {"dWp": (3, 1024), "dBp": (3, 1024)}, 2)]
 
     steps = [("layernorm_bwd", ["dY", "X", "W", "Mean", "Rstd", "dX", "dWp", "dBp"], []),
              ("layernorm_bwd_dwdb", ["dWp", "dBp", "dW", "dBias"], [])]
@@ -284,7 +287,9 @@ class RmsNormBwd(NormBwd):
     eps = 1e-6
     tolerances = {"dX": 1e-2, "dW": 1e-4}
     extra_arg_cases = [("unsupported D=2048", dict(R=4, D=2048), {}, 5),
-                       ("X with other R", dict(R=4, D=1024), {"X": (8, 1024)}, 2)]
+                       ("X with other R", dict(R=4, D=1024), {"X": (8, 1024)}, 2),
+                       ("dWp one row short", dict(R=100, D=1024), {"dWp": (3, 1024)}, 2),
+                       ("dWp one row over", dict(R=4, D=1024), {"dWp": (2, 1024)}, 2)]
 
     steps = [("rmsnorm_bwd", ["dY", "X", "W", "Rstd", "dX", "dWp"], []), ("rmsnorm_bwd_dw", ["dWp", "dW"], [])]
 
@@ -396,7 +401,7 @@ class GeluBwd(Workload):
     main_output = "dPre"
     peer_names = ["torch"]
     unit = "GB/s"
-    rows_per_block = 64  # gelu_bwd's rows a block, one row of dBp each
+    rows_per_block = 64  # gelu_bwd's rows a block, one row of dBp each: dBp is [cdiv(M, 64), N]
     tolerances = {"dPre": 1e-2, "dBias": 1e-2}
     check_sizes = [dict(M=m, N=n, approx=a) for a in (1, 0) for m, n in
                    [(1, 8), (1001, 3072), (513, 136), (4099, 1000), (8192, 3072)]]
@@ -404,7 +409,8 @@ class GeluBwd(Workload):
     quick_sizes = [dict(M=8192, N=3072, approx=1)]
     argcheck_size = dict(M=64, N=128, approx=1)
     extra_arg_cases = [("Pre with other N", dict(M=64, N=128, approx=1), {"Pre": (64, 136)}, 2),
-                       ("unsupported approx=2", dict(M=64, N=128, approx=2), {}, 5)]
+                       ("unsupported approx=2", dict(M=64, N=128, approx=2), {}, 5),
+                       ("dBp one row short", dict(M=130, N=128, approx=1), {"dBp": (2, 128)}, 2)]
     plot_xlabel = "M (N = 3072)"
 
     steps = [("gelu_bwd", ["dY", "Pre", "dPre", "dBp"], [0]), ("gelu_bwd_dbias", ["dBp", "dBias"], [])]

@@ -200,7 +200,8 @@ def interp_step(args, batch, target, entry, run_spec, seed, extra=()):
     index = int(entry["name"].rsplit("x", 1)[1])
     cmd = [f"{args.build}/tools/tkc-interp", str(batch.single(index)), f"--target={target}",
            f"--kernel={run_spec['kernel']}",
-           f"--seed={seed}"] + [f"--size={n}={v}" for n, v in run_spec["sizes"].items()] + list(extra)
+           f"--seed={seed}"] + [f"--size={n}={v}" for n, v in run_spec["sizes"].items()] \
+        + [f"--ints={n}={lo}:{hi}" for n, (lo, hi) in run_spec.get("ints", {}).items()] + list(extra)
     rc, log = run(cmd)
     return rc, " ".join(cmd) + "\n" + log
 

@@ -159,7 +159,8 @@ def nvcc_step(args, cu, target):
 
 def kernels_in_nvcc_errors(batch, cu, log):
     """The kernels whose code an nvcc error points into: the last kernel
-    named at or before the line (or named in a ptxas message)."""
+    named at or before the line of the .cu, the kernel at the line of the
+    .tk, or one named in a ptxas message."""
     lines = cu.read_text().splitlines()
     name = re.compile(rf"gen{batch.seed}x(\d+)")
     bad = set()
@@ -169,6 +170,9 @@ def kernels_in_nvcc_errors(batch, cu, log):
             if found:
                 bad.add(int(found.group(1)))
                 break
+    # tkc's #line directives make nvcc name the .tk file and its lines.
+    for m in re.finditer(rf"{re.escape(batch.path.name)}\((\d+)\): error", log):
+        bad.add(batch.kernel_at(int(m.group(1))))
     for line in log.splitlines():
         if "ptxas" in line and "error" in line:
             bad |= {int(i) for i in name.findall(line)}

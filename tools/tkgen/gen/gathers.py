@@ -30,15 +30,15 @@ def index_input(k, length_dim, indexes, length_extent):
 def reshaped(k, t, bound):
     """An index tile from `t` by i32 arithmetic, at times: indices that
     stay near 0 .. bound - 1 (`bound` a dim name or a static size)."""
-    t = E.atom(t)
+    a = E.atom(t)
     return pick(k, [
         t, t, t,
-        f"{t} % {bound}",
+        f"{a} % {bound}",
         f"max({t}, 0)",
         f"min({t}, {bound} - 1)",
-        f"{t} * 2 - {k.rng.randrange(0, 3)}",
+        f"{a} * 2 - {k.rng.randrange(0, 3)}",
         f"abs({t})",
-        f"{bound} - 1 - {t}",
+        f"{bound} - 1 - {a}",
     ])
 
 

@@ -143,6 +143,11 @@ class Gathers(unittest.TestCase):
         self.assertRegex(self.text, r"load\(X\d+\[[^\]]*\btc\d+\b[^\]]*, c0 \+: \d+\]\)")
         self.assertRegex(self.text, r"load\(W\d+\[[^\]:+]*\bti\d+\b[^\]]*\]\)")
         self.assertRegex(self.text, r"gs = gs \+ f32\(load\(X\d+\[.*j \* \d+ \+ ti")
+        # An mma operand's rows, with the accumulator's row sums.
+        self.assertRegex(self.text, r"rowsum\(acc\) \* 0.125 \+ f32\(load\(A\d+\[[^\]]*\bt")
+        # Slices that start past the block's first row (or before it).
+        self.assertRegex(self.text, r"load\(X\d+\[r0 \+ \d \+: \d+, [^\]]*\bt")
+        self.assertRegex(self.text, r"load\(X\d+\[r0 - \d \+: \d+, [^\]]*\bt")
 
     def test_index_ranges_reach_past_the_dim(self):
         rng = random.Random(3)

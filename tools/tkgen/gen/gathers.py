@@ -42,6 +42,17 @@ def reshaped(k, t, bound):
     ])
 
 
+def shifted(k, start):
+    """The sliced dim's start, at times moved by a few elements (before
+    the tensor's first row or column, with `negstart`)."""
+    r = k.rng.random()
+    if r < 0.2:
+        return f"{start} + {k.rng.randrange(1, 6)}"
+    if r < 0.35 and k.has("negstart"):
+        return f"{start} - {k.rng.randrange(1, 6)}"
+    return start
+
+
 def rows_gather(k, x, start, rows, cols_dim):
     """`load(X[start +: rows, t])`: one element of each row, its column
     given by `t`. A row vector of X's element type."""
@@ -49,7 +60,7 @@ def rows_gather(k, x, start, rows, cols_dim):
     name = k.fresh("ti")
     k.emit(f"{name} = load({src.name}[{start} +: {rows}])")
     g = k.fresh("g")
-    k.emit(f"{g} = load({x.name}[{start} +: {rows}, {reshaped(k, name, cols_dim)}])")
+    k.emit(f"{g} = load({x.name}[{shifted(k, start)} +: {rows}, {reshaped(k, name, cols_dim)}])")
     k.bind(g, Ty("rvec", x.dtype, (rows,)), exact=True)
     return g
 
@@ -61,7 +72,7 @@ def cols_gather(k, x, start, cols, rows_dim, cols_dim):
     name = k.fresh("tc")
     k.emit(f"{name} = load({src.name}[{start} +: {cols}])")
     g = k.fresh("g")
-    k.emit(f"{g} = load({x.name}[{reshaped(k, name, rows_dim)}, {start} +: {cols}])")
+    k.emit(f"{g} = load({x.name}[{reshaped(k, name, rows_dim)}, {shifted(k, start)} +: {cols}])")
     k.bind(g, Ty("cvec", x.dtype, (cols,)), exact=True)
     return g
 
@@ -98,3 +109,17 @@ def some_gathers(k, x, r0, c0, rows, cols, n):
         else:
             rvecs.append(table_gather(k, r0, rows, pick(k, [x.dtype, "f32", "bf16"])))
     return rvecs, cvecs
+
+
+def operand_gather(k, a, transposed, acc, rows):
+    """After a product loop: one element of each row of the A operand
+    (`A[row +: BM, t]`, or `A[t, row +: BM]` where A is stored K by M),
+    added to the accumulator's row sums: a gathered vector in the layout of
+    an accumulator's rows. Every column block adds its part."""
+    src = index_input(k, "M", "K", rows if isinstance(rows, int) else 64)
+    name = k.fresh("ti")
+    k.emit(f"{name} = load({src.name}[row +: {rows}])")
+    t = reshaped(k, name, "K")
+    g = f"load({a.name}[{t}, row +: {rows}])" if transposed else f"load({a.name}[row +: {rows}, {t}])"
+    z = k.param("Z", "f32", ["M"], out=True)
+    k.emit(f"atomic_add({z.name}[row +: {rows}], rowsum({acc}) * 0.125 + f32({g}))")

@@ -441,6 +441,8 @@ def gemm(k):
     k.indent -= 1
     k.emit("}")
     epilogue(k, "acc", bm, bn, bm_name)
+    if k.has("gather") and k.rng.random() < 0.25:
+        G.operand_gather(k, a, ta, "acc", bm_name)
 
 
 def epilogue(k, acc, bm, bn, bm_name):

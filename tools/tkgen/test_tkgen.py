@@ -145,6 +145,8 @@ class Gathers(unittest.TestCase):
         self.assertRegex(self.text, r"gs = gs \+ f32\(load\(X\d+\[.*j \* \d+ \+ ti")
         # An mma operand's rows, with the accumulator's row sums.
         self.assertRegex(self.text, r"rowsum\(acc\) \* 0.125 \+ f32\(load\(A\d+\[[^\]]*\bt")
+        # An mma operand's columns, with the accumulator's column sums.
+        self.assertRegex(self.text, r"colsum\(acc\) \+ f32\(load\(B\d+\[[^\]]*\btc\d*[^\]]*, col \+: ")
         # Slices that start past the block's first row (or before it).
         self.assertRegex(self.text, r"load\(X\d+\[r0 \+ \d \+: \d+, [^\]]*\bt")
         self.assertRegex(self.text, r"load\(X\d+\[r0 - \d \+: \d+, [^\]]*\bt")

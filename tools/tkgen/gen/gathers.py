@@ -123,3 +123,16 @@ def operand_gather(k, a, transposed, acc, rows):
     g = f"load({a.name}[{t}, row +: {rows}])" if transposed else f"load({a.name}[row +: {rows}, {t}])"
     z = k.param("Z", "f32", ["M"], out=True)
     k.emit(f"atomic_add({z.name}[row +: {rows}], rowsum({acc}) * 0.125 + f32({g}))")
+
+
+def column_gather(k, b, acc, cols, blocks):
+    """After a product loop: one element of each column of the B operand
+    (`B[t, col +: BN]`, B stored K by N) added to the accumulator's column
+    sums, a row of a partials tensor of `blocks` rows (a derived dim): a
+    gathered vector in the layout of an accumulator's columns."""
+    src = index_input(k, "N", "K", cols)
+    name = k.fresh("tc")
+    k.emit(f"{name} = load({src.name}[col +: {cols}])")
+    p = k.param("P", "f32", [blocks, "N"], out=True)
+    k.emit(f"store({p.name}[block.y, col +: {cols}], colsum({acc}) + f32(load({b.name}[{reshaped(k, name, 'K')}, "
+           f"col +: {cols}])))")

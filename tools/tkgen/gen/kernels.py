@@ -443,6 +443,13 @@ def gemm(k):
     epilogue(k, "acc", bm, bn, bm_name)
     if k.has("gather") and k.rng.random() < 0.25:
         G.operand_gather(k, a, ta, "acc", bm_name)
+    if k.has("gather") and k.has("colreduce") and not tb and k.rng.random() < 0.2:
+        # One row per block of rows (BM is at least 64 on either target).
+        if not k.has("derived_dims"):
+            blocks = declare_dim(k, "PB", 2)
+        else:
+            blocks = D.blocks(k, "M", bm) if isinstance(bm, int) else "cdiv(M, 64)"
+        G.column_gather(k, b, "acc", bn, blocks)
 
 
 def epilogue(k, acc, bm, bn, bm_name):

@@ -131,7 +131,9 @@ def tkc_step(args, batch, target, findings):
     for _ in range(batch.count + 1):
         if not batch.indices:
             return None
-        rc, log = run([f"{args.build}/tools/tkc", str(batch.path), f"--target={target}", "-o", str(cu)])
+        # --verify-each: a pass that leaves IR the verifier rejects is a
+        # finding here too, not only where tkc-interp runs the kernel.
+        rc, log = run([f"{args.build}/tools/tkc", str(batch.path), f"--target={target}", "--verify-each", "-o", str(cu)])
         if rc == 0:
             return cu
         bad = {batch.kernel_at(int(m.group(1))) for m in re.finditer(rf"{re.escape(batch.path.name)}:(\d+):\d+: error", log)}

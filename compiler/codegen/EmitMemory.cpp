@@ -220,7 +220,7 @@ bool KernelEmitter::emitGather(const Op &op) {
   std::vector<int64_t> checked = checkedDims(op, rank), checkedLow = checkedLowDims(op, rank);
   auto dimSize = [&](size_t d) { return globalDimSize(global, d); };
   auto stride = [&](size_t d) { return globalStride(global, d); };
-  // Where element i lies: base + i * (sliced stride) + index * (gathered stride).
+  // Where element pos lies: base + pos * (sliced stride) + index * (gathered stride).
   std::string base = name(global), sliced = "0";
   std::vector<std::string> uniform, perElement;
   for (size_t d = 0; d < rank; ++d) {
@@ -238,13 +238,13 @@ bool KernelEmitter::emitGather(const Op &op) {
     }
     sliced = stride(d);
     if (checked[d])
-      perElement.push_back(offset == "0" ? fmt::format("i < {}", dimSize(d))
-                                         : fmt::format("i < {} - {}", dimSize(d), offset));
+      perElement.push_back(offset == "0" ? fmt::format("pos < {}", dimSize(d))
+                                         : fmt::format("pos < {} - {}", dimSize(d), offset));
     if (checkedLow[d])
-      perElement.push_back(fmt::format("i + {} >= 0", offset));
+      perElement.push_back(fmt::format("pos + {} >= 0", offset));
   }
   // A vector layout may give lanes positions past the tile's end.
-  perElement.insert(perElement.begin(), fmt::format("i < {}", result->type.shape[0]));
+  perElement.insert(perElement.begin(), fmt::format("pos < {}", result->type.shape[0]));
   perElement.push_back("k >= 0");
   perElement.push_back(fmt::format("k < {}", dimSize(axis)));
   std::vector<std::string> conditions = uniform;
@@ -260,10 +260,12 @@ bool KernelEmitter::emitGather(const Op &op) {
   out_.line("const {} *src = {};", elem, base);
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", f.count()));
   out_.line("{}", f.decompose("x", f.row));
-  out_.line("const int i = {}, k = {}[x];", f.row, name(indices));
-  out_.line("(void)i;");
+  // `pos`, not a name of the layout's coordinates (`i` of an mma row
+  // vector), which the decomposition above declares in this scope.
+  out_.line("const int pos = {}, k = {}[x];", f.row, name(indices));
+  out_.line("(void)pos;");
   std::string address = sliced == "0" ? fmt::format("src + int64_t(k) * {}", stride(axis))
-                                      : fmt::format("src + int64_t(i) * {} + int64_t(k) * {}", sliced, stride(axis));
+                                      : fmt::format("src + int64_t(pos) * {} + int64_t(k) * {}", sliced, stride(axis));
   out_.line("{}[x] = {} ? *({}) : {};", name(result), conjunction(conditions), address, zero);
   out_.close();
   out_.close();

@@ -675,6 +675,13 @@ private:
         for (auto &a : op.body->args)
           split(a->type);
     });
+    // A column reduction's shared partial results hold a row per warp row:
+    // as many as the consumer warps now (their operand, defined before
+    // them, has been split above).
+    walk(kernel.body, [&](Op &op) {
+      if (op.kind == OpKind::Reduce && op.result()->type.isShared() && op.operands[0]->type.isRegister())
+        op.result()->type.shape[0] = op.operands[0]->type.layout.warpsM;
+    });
     int64_t stageBytes = 0;
     for (Op *load : m.loads) {
       load->result()->type.layout = {LayoutKind::Swizzle128, 1, 1};

@@ -50,6 +50,11 @@ static cl::list<std::string> sizes("size",
                                    cl::CommaSeparated);
 static cl::opt<std::string> targetName("target", cl::desc("sm_80 (default) or sm_90a"), cl::init("sm_80"));
 static cl::opt<unsigned> seed("seed", cl::desc("Random seed for the inputs"), cl::init(1));
+static cl::list<std::string> intRanges("ints",
+                                       cl::desc("An i32 input drawn uniformly from LO to HI (both included) instead "
+                                                "of rounded normal values, e.g. --ints=T=-3:70 (indices of a gather, "
+                                                "some out of range)"),
+                                       cl::CommaSeparated);
 static cl::opt<unsigned> numSms("sms",
                                 cl::desc("Multiprocessors that `num_sms` reports (sizes persistent grids; at least 1)"),
                                 cl::init(3));
@@ -79,6 +84,41 @@ namespace {
 
 /// Every element is a double in memory: 2^26 of them take 512 MiB.
 constexpr int64_t kMaxTensorElements = int64_t(1) << 26;
+
+/// An inclusive range of --ints.
+struct IntRange {
+  int64_t lo, hi;
+};
+
+/// The --ints entries by tensor name (parsed once, before any kernel runs).
+std::map<std::string, IntRange> intRangeOf;
+
+/// Fills `intRangeOf`; false after reporting a malformed entry.
+bool parseIntRanges() {
+  for (const std::string &entry : intRanges) {
+    auto eq = entry.find('='), colon = entry.find(':', eq == std::string::npos ? 0 : eq);
+    long long lo = 0, hi = 0;
+    bool ok = eq != std::string::npos && eq > 0 && colon != std::string::npos;
+    if (ok) {
+      char *end = nullptr;
+      errno = 0;
+      lo = std::strtoll(entry.c_str() + eq + 1, &end, 10);
+      ok = end == entry.c_str() + colon && colon > eq + 1 && errno == 0;
+      if (ok) {
+        hi = std::strtoll(entry.c_str() + colon + 1, &end, 10);
+        ok = !*end && end != entry.c_str() + colon + 1 && errno == 0;
+      }
+    }
+    // The values are i32 elements.
+    if (!ok || lo > hi || lo < INT32_MIN || hi > INT32_MAX) {
+      std::fprintf(stderr, "tkc-interp: error: --ints expects NAME=LO:HI with i32 values LO <= HI, not `%s`\n",
+                   entry.c_str());
+      return false;
+    }
+    intRangeOf[entry.substr(0, eq)] = {lo, hi};
+  }
+  return true;
+}
 
 /// A derived dim's size (`cdiv(M, 64)`) from the --size values and the
 /// kernel's `where` values. A --size given for its parameter (`Part_dim0`)
@@ -121,6 +161,16 @@ std::optional<int64_t> derivedSize(const ir::Kernel &kernel, const ir::Dim &dim,
 std::vector<interp::Tensor> makeTensors(const ir::Kernel &kernel, const std::map<std::string, int64_t> &symbols,
                                         std::mt19937 &rng, std::string &error) {
   std::normal_distribution<double> normal(0.0, 1.0);
+  for (auto &[name, range] : intRangeOf) {
+    const ir::Value *arg = nullptr;
+    for (auto &a : kernel.body.args)
+      if (a->type.isGlobal() && a->nameHint == name)
+        arg = a.get();
+    if (!arg || arg->type.isOutput || arg->type.dtype != ir::DType::I32) {
+      error = fmt::format("--ints names `{}`, which is no i32 input of @{}", name, kernel.name);
+      return {};
+    }
+  }
   // Outputs start as NaN, so that an element the kernel never writes shows;
   // one the kernel adds to (atomic_add) starts random like an input.
   std::set<const ir::Value *> accumulated;
@@ -165,8 +215,14 @@ std::vector<interp::Tensor> makeTensors(const ir::Kernel &kernel, const std::map
     }
     total += n;
     t.data.resize(n);
-    for (double &v : t.data)
-      v = arg->type.isOutput && !accumulated.count(arg.get()) ? NAN : interp::roundTo(t.dtype, normal(rng));
+    if (auto range = intRangeOf.find(arg->nameHint); range != intRangeOf.end()) {
+      std::uniform_int_distribution<int64_t> uniform(range->second.lo, range->second.hi);
+      for (double &v : t.data)
+        v = double(uniform(rng));
+    } else {
+      for (double &v : t.data)
+        v = arg->type.isOutput && !accumulated.count(arg.get()) ? NAN : interp::roundTo(t.dtype, normal(rng));
+    }
     tensors.push_back(std::move(t));
   }
   return tensors;
@@ -325,7 +381,7 @@ int main(int argc, char **argv) {
     return 1;
   uint32_t file = sources.addBuffer(inputPath, std::move(input->text));
   std::map<std::string, int64_t> symbols;
-  if (!parseSizes(symbols))
+  if (!parseSizes(symbols) || !parseIntRanges())
     return 1;
   if (numSms == 0) {
     std::fprintf(stderr, "tkc-interp: error: --sms must be at least 1\n");

@@ -131,7 +131,9 @@ def tkc_step(args, batch, target, findings):
     for _ in range(batch.count + 1):
         if not batch.indices:
             return None
-        rc, log = run([f"{args.build}/tools/tkc", str(batch.path), f"--target={target}", "-o", str(cu)])
+        # --verify-each: a pass that leaves IR the verifier rejects is a
+        # finding here too, not only where tkc-interp runs the kernel.
+        rc, log = run([f"{args.build}/tools/tkc", str(batch.path), f"--target={target}", "--verify-each", "-o", str(cu)])
         if rc == 0:
             return cu
         bad = {batch.kernel_at(int(m.group(1))) for m in re.finditer(rf"{re.escape(batch.path.name)}:(\d+):\d+: error", log)}
@@ -159,7 +161,8 @@ def nvcc_step(args, cu, target):
 
 def kernels_in_nvcc_errors(batch, cu, log):
     """The kernels whose code an nvcc error points into: the last kernel
-    named at or before the line (or named in a ptxas message)."""
+    named at or before the line of the .cu, the kernel at the line of the
+    .tk, or one named in a ptxas message."""
     lines = cu.read_text().splitlines()
     name = re.compile(rf"gen{batch.seed}x(\d+)")
     bad = set()
@@ -169,6 +172,9 @@ def kernels_in_nvcc_errors(batch, cu, log):
             if found:
                 bad.add(int(found.group(1)))
                 break
+    # tkc's #line directives make nvcc name the .tk file and its lines.
+    for m in re.finditer(rf"{re.escape(batch.path.name)}\((\d+)\): error", log):
+        bad.add(batch.kernel_at(int(m.group(1))))
     for line in log.splitlines():
         if "ptxas" in line and "error" in line:
             bad |= {int(i) for i in name.findall(line)}
@@ -200,7 +206,8 @@ def interp_step(args, batch, target, entry, run_spec, seed, extra=()):
     index = int(entry["name"].rsplit("x", 1)[1])
     cmd = [f"{args.build}/tools/tkc-interp", str(batch.single(index)), f"--target={target}",
            f"--kernel={run_spec['kernel']}",
-           f"--seed={seed}"] + [f"--size={n}={v}" for n, v in run_spec["sizes"].items()] + list(extra)
+           f"--seed={seed}"] + [f"--size={n}={v}" for n, v in run_spec["sizes"].items()] \
+        + [f"--ints={n}={lo}:{hi}" for n, (lo, hi) in run_spec.get("ints", {}).items()] + list(extra)
     rc, log = run(cmd)
     return rc, " ".join(cmd) + "\n" + log
 

@@ -3,6 +3,7 @@
 kernels for the same seed, whatever the file they are generated into, and
 the feature switches honoured. That tkc accepts them is the lit test's."""
 
+import copy
 import re
 import sys
 import unittest
@@ -11,8 +12,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen.kernels import SKELETONS  # noqa: E402
-from gen.program import ALL_FEATURES, generate_file, generate_kernel, pick_runs  # noqa: E402
+from gen.program import ALL_FEATURES, generate_file as generate_afresh, generate_kernel, pick_runs  # noqa: E402
+import functools  # noqa: E402
 import random  # noqa: E402
+
+
+@functools.lru_cache(maxsize=None)
+def cached_file(seed, count, features, start=0):
+    return generate_afresh(seed, count, features, start)
+
+
+def generate_file(seed, count, features, start=0):
+    """A file's (text, manifest), generated once per arguments: the tests
+    read the same large files; the manifest copied, as tests may not
+    change it."""
+    text, manifest = cached_file(seed, count, frozenset(features), start)
+    return text, copy.deepcopy(manifest)
 
 
 def kernels_of(text):
@@ -21,7 +36,7 @@ def kernels_of(text):
 
 class Determinism(unittest.TestCase):
     def test_same_seed_same_file(self):
-        self.assertEqual(generate_file(7, 20, ALL_FEATURES), generate_file(7, 20, ALL_FEATURES))
+        self.assertEqual(generate_afresh(7, 20, ALL_FEATURES), generate_afresh(7, 20, ALL_FEATURES))
 
     def test_kernel_independent_of_its_file(self):
         whole, _ = generate_file(7, 12, ALL_FEATURES)
@@ -108,7 +123,91 @@ class WideRows(unittest.TestCase):
         self.assertIsNone(re.search(r"where N in \{[\d, ]*(192|320|384|512|640|768)", text))
 
     def test_deterministic(self):
-        self.assertEqual(generate_file(7, 300, ALL_FEATURES), (self.text, self.manifest))
+        self.assertEqual(generate_afresh(7, 300, ALL_FEATURES), (self.text, self.manifest))
+
+
+def derived(dim):
+    return isinstance(dim, str) and not dim.isidentifier()
+
+
+class Gathers(unittest.TestCase):
+    """Loads through tiles of i32 indices, whose inputs the runner draws
+    around the indexed dim (some out of range)."""
+
+    def setUp(self):
+        self.text, self.manifest = generate_file(11, 300, ALL_FEATURES)
+
+    def test_each_form(self):
+        # X[r +: E, t] (also in a loop, at a chunk's offset), X[t, c +: E], W[t].
+        self.assertRegex(self.text, r"load\(X\d+\[r0 \+: \d+, [^\]]*\bti\d*\b")
+        self.assertRegex(self.text, r"load\(X\d+\[[^\]]*\btc\d+\b[^\]]*, c0 \+: \d+\]\)")
+        self.assertRegex(self.text, r"load\(W\d+\[[^\]:+]*\bti\d+\b[^\]]*\]\)")
+        self.assertRegex(self.text, r"gs = gs \+ f32\(load\(X\d+\[.*j \* \d+ \+ ti")
+        # An mma operand's rows, with the accumulator's row sums.
+        self.assertRegex(self.text, r"rowsum\(acc\) \* 0.125 \+ f32\(load\(A\d+\[[^\]]*\bt")
+        # An mma operand's columns, with the accumulator's column sums.
+        self.assertRegex(self.text, r"colsum\(acc\) \+ f32\(load\(B\d+\[[^\]]*\btc\d*[^\]]*, col \+: ")
+        # Slices that start past the block's first row (or before it).
+        self.assertRegex(self.text, r"load\(X\d+\[r0 \+ \d \+: \d+, [^\]]*\bt")
+        self.assertRegex(self.text, r"load\(X\d+\[r0 - \d \+: \d+, [^\]]*\bt")
+
+    def test_index_ranges_reach_past_the_dim(self):
+        rng = random.Random(3)
+        below = above = inside = 0
+        for e in self.manifest:
+            indexed = {p["name"]: p["ints"] for p in e["params"] if "ints" in p}
+            for r in pick_runs(e, rng, 2):
+                self.assertEqual(set(r.get("ints", {})), set(indexed))
+                for name, (lo, hi) in r.get("ints", {}).items():
+                    dim = indexed[name][0]
+                    size = dim if isinstance(dim, int) else r["sizes"][dim]
+                    self.assertLessEqual(lo, 0)
+                    self.assertGreaterEqual(hi, size - 1)
+                    below += lo < 0
+                    above += hi >= size
+                    inside += lo == 0 and hi == size - 1
+        self.assertTrue(below and above and inside, (below, above, inside))
+
+    def test_some_kernels_not_all(self):
+        with_gathers = [k for k in kernels_of(self.text) if ": i32[" in k.split("\n", 1)[0]]
+        self.assertGreater(len(with_gathers), 10)
+        self.assertLess(len(with_gathers), 100)
+
+    def test_avoided(self):
+        text, manifest = generate_file(11, 300, ALL_FEATURES - {"gather"})
+        self.assertNotIn(": i32[", text)
+        self.assertFalse([p for e in manifest for p in e["params"] if "ints" in p])
+
+
+class DerivedDims(unittest.TestCase):
+    def setUp(self):
+        self.text, self.manifest = generate_file(11, 300, ALL_FEATURES)
+
+    def params(self, manifest):
+        return [p for e in manifest for p in e["params"]]
+
+    def test_operators_and_where_values(self):
+        exprs = {d for p in self.params(self.manifest) for d in p["dims"] if derived(d)}
+        for op in ["cdiv(", " + ", " - ", " * ", " / ", " % "]:
+            self.assertTrue(any(op in x for x in exprs), op)
+        self.assertTrue(any("flag" in x for x in exprs))
+        self.assertTrue(any(p["out"] for p in self.params(self.manifest) if any(map(derived, p["dims"]))))
+        self.assertTrue(any(not p["out"] for p in self.params(self.manifest) if any(map(derived, p["dims"]))))
+
+    def test_never_a_row_length(self):
+        # sm_90a wants the last dim of a 2-d tensor a multiple of 8.
+        for p in self.params(self.manifest):
+            if len(p["dims"]) == 2:
+                self.assertFalse(derived(p["dims"][1]), p)
+
+    def test_runs_name_only_bound_dims(self):
+        for e in self.manifest:
+            for r in pick_runs(e, random.Random(5), 1):
+                self.assertFalse([n for n in r["sizes"] if derived(n)])
+
+    def test_avoided(self):
+        _, manifest = generate_file(11, 300, ALL_FEATURES - {"derived_dims"})
+        self.assertFalse([p for p in self.params(manifest) if any(map(derived, p["dims"]))])
 
 
 class Features(unittest.TestCase):

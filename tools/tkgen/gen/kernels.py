@@ -6,7 +6,9 @@ block or by loop iteration), except through atomic_add, so that the result
 does not depend on the order the blocks run in.
 """
 
+from . import derived as D
 from . import exprs as E
+from . import gathers as G
 from .types import FLOATS, I32, Ty, tile
 
 STAGES = (1, 2, 3, 4)
@@ -171,11 +173,45 @@ def store_tile(k, out_dtype, rows, cols, shape, body_dtype):
 def store_rows(k, grid_2d, r0, br, dtype):
     """A row vector stored (1-d grid) or added (2-d grid: the column blocks
     of a row all add to it) into an f32 [M] output."""
-    z = k.param("Z", "f32", ["M"], out=True)
+    z = k.param("Z", "f32", [D.at_least(k, "M", br) if D.wanted(k, 0.3) else "M"], out=True)
     v = E.row_vec(k, dtype, br, 2)
     v = v if dtype == "f32" else f"f32({v})"
     verb = "atomic_add" if grid_2d or k.rng.random() < 0.2 else "store"
     k.emit(f"{verb}({z.name}[{r0} +: {br}], {v})")
+
+
+def rows_dim(k, extent):
+    """The rows of a 2-d tensor of M rows: M, or with `derived_dims` at
+    times more (the rows past M of an output nobody writes, those of an
+    input are read where a tile reaches them)."""
+    return D.at_least(k, "M", extent) if D.wanted(k, 0.15) else "M"
+
+
+def store_gathered_rows(k, gathered, grid_2d, r0, br):
+    """Each gathered row vector into an output of its own, so that no
+    gather is dead code: added to by every column block of a 2-d grid."""
+    for g in gathered:
+        v = k.lookup(g)
+        z = k.param("Z", "f32", [D.at_least(k, "M", br) if D.wanted(k, 0.3) else "M"], out=True)
+        extra = ""
+        if k.rng.random() < 0.5:
+            extra = f" {pick(k, ['+', '-', '*'])} {E.atom(E.row_vec(k, v.ty.dtype, br, 1))}"
+        value = g + extra
+        verb = "atomic_add" if grid_2d else "store"
+        k.emit(f"{verb}({z.name}[{r0} +: {br}], {value if v.ty.dtype == 'f32' else f'f32({value})'})")
+
+
+def store_partials(k, row, br, bc, cols, n, cvecs, dtype):
+    """A row of a partials tensor (one row per block of `br` rows, its rows
+    a derived dim with `derived_dims`) per column vector: gathered ones,
+    else (with `colreduce`) a column reduction of a tile."""
+    values = [f"f32({g})" if k.lookup(g).ty.dtype != "f32" else g for g in cvecs]
+    if not values and k.has("colreduce"):
+        values = [f"{pick(k, ['colsum', 'colmax', 'colmin'])}({E.tile_expr(k, 'f32', (br, bc), 2)})"]
+    for v in values:
+        rows = D.blocks(k, "M", br) if D.wanted(k, 0.8) else declare_dim(k, "PB", 2)
+        p = k.param("P", "f32", [rows, n], out=True)
+        k.emit(f"store({p.name}[{row}, {cols}], {v})")
 
 
 # --- skeletons -----------------------------------------------------------------
@@ -210,7 +246,7 @@ def elementwise(k):
         declare_flag(k)
     grid_2d = not whole and k.rng.random() < 0.5
     warps = k.warps = warps or warps_for(k, (br, bc))
-    x = k.param("X", dtype, ["M", n])
+    x = k.param("X", dtype, [rows_dim(k, br), n])
     side = k.param("W", pick(k, list(FLOATS)), [n]) if k.rng.random() < 0.4 else None
     if grid_2d:
         k.annotations.append(f"grid(cdiv({n}, {bc}), cdiv(M, {br})) warps({warps})")
@@ -232,15 +268,22 @@ def elementwise(k):
             assign(k, "wc", f"{dtype}(w)", Ty("cvec", dtype, (bc,)))
     if dtype != "f32" and k.rng.random() < 0.5:
         assign(k, "xf", "f32(x)", tile("f32", br, bc), exact=True)
+    rvecs, cvecs = [], []
+    if k.has("gather") and k.rng.random() < 0.3:
+        rvecs, cvecs = G.some_gathers(k, x, "r0", None if whole else "c0", br, bc, n)
     if k.rng.random() < 0.3:
         assign_in_if(k, "y", lambda: E.tile_expr(k, dtype, (br, bc), 2), tile(dtype, br, bc))
     random_statements(k, [(br, bc)], dtype, k.rng.randrange(1, 5))
     out_dtype = pick(k, list(FLOATS) + ["i32"])
-    y = k.param("Y", out_dtype, ["M", n], out=True)
+    # M stays bound: some parameter has it alone.
+    y = k.param("Y", out_dtype, [rows_dim(k, br) if x.dims[0] == "M" else "M", n], out=True)
     out_cols = ":" if whole else f"c0 +: {bc}"
     k.emit(f"store({y.name}[r0 +: {br}, {out_cols}], {store_tile(k, out_dtype, br, bc, (br, bc), dtype)})")
     if k.rng.random() < 0.5:
         store_rows(k, grid_2d, "r0", br, dtype)
+    store_gathered_rows(k, rvecs, grid_2d, "r0", br)
+    if cvecs or D.wanted(k, 0.2):
+        store_partials(k, "block.y" if grid_2d else "block.x", br, bc, out_cols, n, cvecs, dtype)
 
 
 def row_loop(k):
@@ -269,13 +312,23 @@ def row_loop(k):
     if k.rng.random() < 0.6:
         hint = " pipelined" + (f"(stages = {pick(k, STAGES)})" if k.rng.random() < 0.7 else "")
     lo = pick(k, ["0", "0", "1", "flag0" if k.consts else "0"])
-    y = k.param("Y", pick(k, list(FLOATS)), ["M", n], out=True) if k.rng.random() < 0.5 else None
+    y = k.param("Y", pick(k, list(FLOATS)), [rows_dim(k, br), n], out=True) if k.rng.random() < 0.5 else None
+    # A gather in the loop: a column of each row's chunk, `t` from an
+    # input of indices around 0 .. bc - 1 (so some reach the chunks either
+    # side, and past N), summed over the chunks.
+    gathered = k.has("gather") and k.rng.random() < 0.3
+    if gathered:
+        src = G.index_input(k, "M", bc, br)
+        assign(k, "ti", f"load({src.name}[r0 +: {br}])", Ty("ivec", "i32", (br,)))
+        assign(k, "gs", f"zeros(f32[{br}])", Ty("rvec", "f32", (br,)))
     k.emit(f"for j in {lo} .. cdiv({n}, {bc}){hint} {{")
     k.indent += 1
     k.scope.append({"j": None})
     k.bind("j", I32)
     rows = load_start(k, "r0") if k.has("carried_padding") else "r0"
     assign(k, "x", f"load({x.name}[{rows} +: {br}, j * {bc} +: {bc}])", tile(dtype, br, bc), exact=True)
+    if gathered:
+        k.emit(f"gs = gs + f32(load({x.name}[{rows} +: {br}, {G.reshaped(k, f'j * {bc} + ti', n)}]))")
     if k.rng.random() < 0.5:
         fill = "-inf" if init == "-inf" else "0.0"
         assign(k, "xm", f"where(j * {bc} + colidx(x) < {n}, f32(x), {fill})", tile("f32", br, bc))
@@ -289,8 +342,8 @@ def row_loop(k):
     k.scope.pop()
     k.indent -= 1
     k.emit("}")
-    z = k.param("Z", "f32", ["M"], out=True)
-    k.emit(f"store({z.name}[r0 +: {br}], m + rowsum(acc) * 0.125)")
+    z = k.param("Z", "f32", [D.at_least(k, "M", br) if D.wanted(k, 0.3) else "M"], out=True)
+    k.emit(f"store({z.name}[r0 +: {br}], m + rowsum(acc) * 0.125{' + gs' if gathered else ''})")
     if k.rng.random() < 0.5 or y is None:
         y2 = k.param("Y", pick(k, list(FLOATS)), ["M", bc], out=True)
         k.emit(f"store({y2.name}[r0 +: {br}, :], {store_tile(k, y2.dtype, br, bc, (br, bc), 'f32')})")
@@ -341,7 +394,8 @@ def row_groups(k, dtype):
     k.indent -= 1
     k.emit("}")
     for s in range(sums):
-        p = k.param("P", "f32", [declare_dim(k, "P", 2), n], out=True)
+        rows = D.blocks(k, "M", br * groups) if D.wanted(k, 0.5) else declare_dim(k, "P", 2)
+        p = k.param("P", "f32", [rows, n], out=True)
         k.emit(f"store({p.name}[block.x, :], cs{s})")
 
 
@@ -387,6 +441,15 @@ def gemm(k):
     k.indent -= 1
     k.emit("}")
     epilogue(k, "acc", bm, bn, bm_name)
+    if k.has("gather") and k.rng.random() < 0.25:
+        G.operand_gather(k, a, ta, "acc", bm_name)
+    if k.has("gather") and k.has("colreduce") and not tb and k.rng.random() < 0.2:
+        # One row per block of rows (BM is at least 64 on either target).
+        if not k.has("derived_dims"):
+            blocks = declare_dim(k, "PB", 2)
+        else:
+            blocks = D.blocks(k, "M", bm) if isinstance(bm, int) else "cdiv(M, 64)"
+        G.column_gather(k, b, "acc", bn, blocks)
 
 
 def epilogue(k, acc, bm, bn, bm_name):
@@ -453,7 +516,7 @@ def attention(k):
     o = k.param("O", half, ["M", dim_d], out=True)
     k.emit(f"store({o.name}[q0 +: {bm}, {cols}], {half}(acc / l[:, new]))")
     if k.rng.random() < 0.5:
-        lse = k.param("L", "f32", ["M"], out=True)
+        lse = k.param("L", "f32", [D.at_least(k, "M", bm) if D.wanted(k, 0.3) else "M"], out=True)
         k.emit(f"store({lse.name}[q0 +: {bm}], m + log2(l))")
 
 

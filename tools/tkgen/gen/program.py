@@ -18,6 +18,8 @@ FEATURES = {
     "colreduce": "colsum, colmax and colmin, broadcast back with [new, :]",
     "wide_rows": "row tiles of 192 to 768 columns (strip layouts), whole rows of specialised widths",
     "carried_padding": "loop loads at a row offset: rows past the tensor's end reach carried accumulators",
+    "gather": "loads through i32 index tiles (X[r +: E, t], X[t, c +: E], W[t]) from inputs with some indices out of range",
+    "derived_dims": "parameter dims that are expressions of other dims and where values (cdiv(M, 32), M + 8 - M % 8)",
 }
 ALL_FEATURES = frozenset(FEATURES) | frozenset(SKELETONS)
 
@@ -55,7 +57,8 @@ def manifest_entry(k):
             specialised.append(parts[1])
     return {
         "name": k.name,
-        "params": [{"name": p.name, "dtype": p.dtype, "dims": p.dims, "out": p.out} for p in k.params],
+        "params": [{"name": p.name, "dtype": p.dtype, "dims": p.dims, "out": p.out,
+                    **({"ints": list(p.ints)} if p.ints else {})} for p in k.params],
         "dims": k.dims,
         "consts": k.consts,
         "specialised": specialised,
@@ -98,5 +101,21 @@ def pick_runs(entry, rng, count, target="sm_80"):
             consts[name] = rng.choice(values)
         for name in entry["specialised"]:
             suffix += f"__{name}{sizes[name] if name in sizes else consts[name]}"
-        runs.append({"kernel": entry["name"] + suffix, "sizes": sizes, "consts": [consts[n] for n in entry["consts"]]})
+        run = {"kernel": entry["name"] + suffix, "sizes": sizes, "consts": [consts[n] for n in entry["consts"]]}
+        ints = index_ranges(entry, sizes)
+        if ints:
+            run["ints"] = ints
+        runs.append(run)
     return runs
+
+
+def index_ranges(entry, sizes):
+    """The values to draw each i32 index input from (tkc-interp --ints):
+    the indexed dim's positions and a few on either side of them."""
+    ranges = {}
+    for p in entry["params"]:
+        if "ints" in p:
+            dim, below, above = p["ints"]
+            size = dim if isinstance(dim, int) else sizes[dim]
+            ranges[p["name"]] = [-below, size - 1 + above]
+    return ranges

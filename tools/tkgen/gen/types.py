@@ -31,8 +31,12 @@ F32 = Ty("scalar", "f32")
 class Param:
     name: str
     dtype: str
-    dims: list  # a str is a dimension name, an int a static size
+    dims: list  # a str is a dimension name or a derived dim's expression, an int a static size
     out: bool = False
+    # An i32 input of gather indices: (the dim it indexes, a name or a static
+    # size; how many values below 0 and how many at its size or past it
+    # the runner draws besides those in range).
+    ints: tuple = None
 
     def decl(self):
         dims = ", ".join(str(d) for d in self.dims)

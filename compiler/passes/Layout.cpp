@@ -24,6 +24,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -199,7 +200,7 @@ private:
     warpsM_ = kernel_.warps;
     warpsN_ = 1;
     if (!rowsOnly && maxM != 0)
-      std::tie(warpsM_, warpsN_) = squarestGrid(maxM, maxN);
+      std::tie(warpsM_, warpsN_) = squarestGridOf(maxM, maxN, 16).value_or(std::pair<int, int>{warpsM_, warpsN_});
     return true;
   }
 
@@ -232,20 +233,31 @@ private:
 
   /// The most square warp tile of an M x N accumulator whose width is a
   /// multiple of 16 (so B fragments load two n-tiles per ldmatrix.x4);
-  /// warps alone split the rows if no grid fits.
+  /// warps alone split the rows if no grid fits, and where they cannot
+  /// either (a 16 x 32 tile over four warps), the most square grid of warp
+  /// tiles 8 columns wide, whose B fragments load one n-tile at a time.
   std::pair<int, int> squarestGrid(int64_t m, int64_t n) {
     int warps = kernel_.warps;
-    std::pair<int, int> grid{warps, 1};
+    if (auto grid = squarestGridOf(m, n, 16))
+      return *grid;
+    if (m % (16 * warps) == 0)
+      return {warps, 1};
+    return squarestGridOf(m, n, 8).value_or(std::pair<int, int>{warps, 1});
+  }
+
+  std::optional<std::pair<int, int>> squarestGridOf(int64_t m, int64_t n, int64_t columnUnit) const {
+    int warps = kernel_.warps;
+    std::optional<std::pair<int, int>> grid;
     double best = 1e30;
     for (int gm = 1; gm <= warps; ++gm) {
       int gn = warps / gm;
-      if (warps % gm || m % (16 * gm) || n % (16 * gn))
+      if (warps % gm || m % (16 * gm) || n % (columnUnit * gn))
         continue;
       double ratio = double(m / gm) / double(n / gn);
       double score = ratio > 1 ? ratio : 1 / ratio;
       if (score < best) {
         best = score;
-        grid = {gm, gn};
+        grid = std::pair<int, int>{gm, gn};
       }
     }
     return grid;

@@ -1,6 +1,6 @@
 """The kernels the GPU harness checks and benchmarks (a class each, in
-workloads_matmul.py, workloads_fp8.py, workloads_rows.py, workloads_resln.py
-and workloads_xent.py;
+workloads_matmul.py, workloads_fp8.py, workloads_rows.py, workloads_resln.py,
+workloads_xent.py and workloads_based.py;
 workload_base.py says what a workload is), the harness's own smoke test,
 and how a run picks them.
 Sizes are plain dicts; torch is imported only inside methods.
@@ -15,6 +15,7 @@ from workloads_rows import (BiasGrad, GeluBwd, LayerNorm, LayerNormBwd, RmsNorm,
 from workloads_fp8 import GemmFp8
 from workloads_resln import ResidualLayerNorm, ResidualLayerNormBwd
 from workloads_xent import CrossEntropy, CrossEntropyFused, CrossEntropyTrain
+from workloads_based import Based
 
 
 # --- the harness's own smoke test (tools/gpu/selftest_abi.cu) -------------------------------
@@ -62,11 +63,12 @@ class SelftestAxpy(Workload):
 
 WORKLOADS = [Gemm(), GemmTN(), GemmSplitK(), AttnFwd(), AttnBwd(), LayerNorm(), LayerNormBwd(), BiasGrad(), Softmax(),
              RmsNorm(), RmsNormBwd(), Rotary(), RotaryBwd(), CrossEntropy(), CrossEntropyTrain(), CrossEntropyFused(),
-             LinearGelu(), GeluBwd(), SwiGlu(), ResidualLayerNorm(), ResidualLayerNormBwd(), GemmFp8()]
+             LinearGelu(), GeluBwd(), SwiGlu(), ResidualLayerNorm(), ResidualLayerNormBwd(), GemmFp8(),
+             Based()]
 SELFTEST = SelftestAxpy()
 BY_NAME = {w.name: w for w in WORKLOADS + [SELFTEST]}
 ALIASES = {"selftest": "axpy", "attention_fwd": "attn_fwd", "attn": "attn_fwd", "attention_bwd": "attn_bwd",
-           "cross_entropy": "xent_train"}
+           "cross_entropy": "xent_train", "based": "based_fwd"}
 
 
 def select(only, include_selftest):

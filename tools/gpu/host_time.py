@@ -65,7 +65,8 @@ def launcher_part_rows(launcher, tensors, stream):
     args = [ctypes.addressof(buf) + i * size for i in range(len(tensors))] + [stream]
     return [
         ("layernorm fwd", "pack only", lambda: _loader.pack(tensors)),
-        ("layernorm fwd", "ctypes call only", lambda: launcher.packed_fn(*args)),
+        # buf stays referenced by the lambda: args holds only its addresses.
+        ("layernorm fwd", "ctypes call only", lambda buf=buf: launcher.packed_fn(*args)),
     ]
 
 

@@ -124,7 +124,8 @@ bool parseIntRanges() {
 /// kernel's `where` values. A --size given for its parameter (`Part_dim0`)
 /// must agree.
 std::optional<int64_t> derivedSize(const ir::Kernel &kernel, const ir::Dim &dim,
-                                   const std::map<std::string, int64_t> &symbols, std::string &error) {
+                                   const std::map<std::string, int64_t> &symbols, std::set<std::string> &used,
+                                   std::string &error) {
   std::optional<DimExpr> expr = parseDimExpr(dim.derived, &error);
   if (!expr)
     return std::nullopt;
@@ -132,6 +133,7 @@ std::optional<int64_t> derivedSize(const ir::Kernel &kernel, const ir::Dim &dim,
   std::optional<int64_t> size = evaluateDimExpr(
       *expr,
       [&](const std::string &name) -> std::optional<int64_t> {
+        used.insert(name);
         if (auto it = symbols.find(name); it != symbols.end())
           return it->second;
         for (auto &[param, value] : kernel.specialization)
@@ -151,6 +153,7 @@ std::optional<int64_t> derivedSize(const ir::Kernel &kernel, const ir::Dim &dim,
     error = fmt::format("`{}` is {} for these --size values, not a size", dim.derived, *size);
     return std::nullopt;
   }
+  used.insert(dim.symbol);
   if (auto it = symbols.find(dim.symbol); it != symbols.end() && it->second != *size) {
     error = fmt::format("--size={}={} disagrees with `{}`, which is {}", dim.symbol, it->second, dim.derived, *size);
     return std::nullopt;
@@ -179,6 +182,7 @@ std::vector<interp::Tensor> makeTensors(const ir::Kernel &kernel, const std::map
       accumulated.insert(op.operands[0]);
   });
   std::vector<interp::Tensor> tensors;
+  std::set<std::string> used; // the --size names some dim reads
   int64_t total = 0;
   for (auto &arg : kernel.body.args) {
     if (!arg->type.isGlobal())
@@ -191,12 +195,13 @@ std::vector<interp::Tensor> makeTensors(const ir::Kernel &kernel, const std::map
         continue;
       }
       if (!d.derived.empty()) {
-        std::optional<int64_t> size = derivedSize(kernel, d, symbols, error);
+        std::optional<int64_t> size = derivedSize(kernel, d, symbols, used, error);
         if (!size)
           return {};
         t.dims.push_back(*size);
         continue;
       }
+      used.insert(d.symbol);
       auto it = symbols.find(d.symbol);
       if (it == symbols.end()) {
         error = "no --size given for `" + d.symbol + "`";
@@ -225,6 +230,22 @@ std::vector<interp::Tensor> makeTensors(const ir::Kernel &kernel, const std::map
     }
     tensors.push_back(std::move(t));
   }
+  // A --size that no dim reads is a mistake (a name the kernel lost or
+  // never had), not something to ignore.
+  for (auto &[param, value] : kernel.specialization) {
+    auto it = symbols.find(param);
+    if (it != symbols.end() && it->second != value) {
+      error = fmt::format("--size={}={}, but @{} is specialised for {} = {}", param, it->second, kernel.name, param,
+                          value);
+      return {};
+    }
+    used.insert(param);
+  }
+  for (auto &[name, value] : symbols)
+    if (!used.count(name)) {
+      error = fmt::format("--size names `{}`, which is no dim of @{}", name, kernel.name);
+      return {};
+    }
   return tensors;
 }
 

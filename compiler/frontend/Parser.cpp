@@ -1,4 +1,5 @@
 #include "frontend/Parser.h"
+#include "support/Numeric.h"
 
 #include <fmt/format.h>
 
@@ -260,7 +261,7 @@ private:
       // Reported, then read as its integer part so that the rest still parses.
       diags_.report(token.loc, DiagId::DimNotInteger, token.text);
       advance();
-      return DimExpr::integer(static_cast<int64_t>(token.floatValue), token.loc);
+      return DimExpr::integer(saturatingToI32(token.floatValue), token.loc);
     }
     if (accept(TokenKind::LParen)) {
       std::optional<DimExpr> inner = parseDimSum();

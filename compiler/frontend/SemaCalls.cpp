@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 namespace tkc::sema {
 
@@ -241,6 +242,17 @@ Type KernelChecker::checkConstantTile(const Expr &call) {
   if (!isFloatElem(tile.elem) && (std::isinf(*value) || *value != std::floor(*value))) {
     report(valueExpr.loc, DiagId::FillValueType, elemTypeName(tile.elem), fmt::format("{}", *value));
     return Type::invalid();
+  }
+  if (!isFloatElem(tile.elem)) {
+    // The IR verifier holds the constant to its element type's range; say so
+    // at the source rather than fail there.
+    double lowest = std::numeric_limits<int32_t>::min();
+    double highest = std::numeric_limits<int32_t>::max();
+    if (*value < lowest || *value > highest) {
+      report(valueExpr.loc, DiagId::FillValueRange, elemTypeName(tile.elem), fmt::format("{}", lowest),
+             fmt::format("{}", highest), fmt::format("{}", *value));
+      return Type::invalid();
+    }
   }
   facts_.fillValues[&call] = *value;
   return tile;

@@ -3,6 +3,7 @@
 // which reductions and contractions skip, so that a pass that masks them
 // explicitly and one that relies on zero fill give the same results.
 #include "interp/Machine.h"
+#include "support/Numeric.h"
 #include "runtime/tkc_int.h"
 
 #include <fmt/format.h>
@@ -214,6 +215,8 @@ Machine::Status Machine::execElementwise(Context &ctx, const Op &op) {
     double v;
     if (op.kind == OpKind::Select)
       v = in[0].at(i) != 0 ? in[1].at(i) : in[2].at(i);
+    else if (op.kind == OpKind::Cast && type.dtype == DType::I32 && isFloat(op.operands[0]->type.dtype))
+      v = saturatingToI32(in[0].at(i));
     else if (op.kind == OpKind::Cast)
       v = in[0].at(i);
     else

@@ -2,6 +2,7 @@
 // says how the files that run a kernel divide the work.
 #include "interp/Interpreter.h"
 #include "interp/Machine.h"
+#include "support/Numeric.h"
 
 #include <fmt/format.h>
 
@@ -39,7 +40,12 @@ double roundTo(DType dtype, double value) {
   case DType::F8E4M3: return roundToF8(static_cast<float>(value), 3, -6, 448.0);
   case DType::F8E5M2: return roundToF8(static_cast<float>(value), 2, -14, 57344.0);
   case DType::I1: return value != 0 ? 1 : 0;
-  case DType::I32: return static_cast<double>(static_cast<int32_t>(static_cast<int64_t>(value)));
+  case DType::I32:
+    // Integer arithmetic wraps as on the GPU; a value beyond 64 bits (or NaN)
+    // can only come from a float, and converts as `cvt.rzi.s32` does.
+    if (!(std::fabs(value) < 9.2e18))
+      return saturatingToI32(value);
+    return static_cast<double>(static_cast<int32_t>(static_cast<int64_t>(value)));
   case DType::F32: return static_cast<double>(static_cast<float>(value));
   case DType::BF16:
   case DType::F16: {

@@ -90,6 +90,13 @@ bool isPureScalar(const Op &op) {
   return op.body == nullptr && op.results.size() == 1 && op.result()->type.isScalar() && op.kind != OpKind::Load;
 }
 
+/// Why a kernel's products stay on mma.sync on Hopper: the op that does
+/// not fit the GEMM or the fused loop (null: the kernel as a whole) and the reason.
+struct FusedMismatch {
+  const Op *at = nullptr;
+  std::string why;
+};
+
 /// One product of a GEMM loop and the loads of its operands.
 struct GemmProduct {
   Op *mma = nullptr;
@@ -108,51 +115,68 @@ struct GemmLoop {
   const Type &accumulator() const { return products.front().mma->result()->type; }
 };
 
-/// The shapes wgmma takes for one product of a GEMM step, checked on the
-/// product's own operands; false if it needs the sm_80 path.
-bool isWgmmaStep(const GemmProduct &p, const Block &body) {
+/// Why one product of a GEMM step cannot run on wgmma, checked on its own
+/// operands; empty if it can.
+std::string wgmmaStepMismatch(const GemmProduct &p, const Block &body) {
   const Op &mma = *p.mma;
   if (!p.loadA || !p.loadB || p.loadA == p.loadB || p.loadA->kind != OpKind::Load || p.loadB->kind != OpKind::Load ||
       p.loadA->parent != &body || p.loadB->parent != &body)
-    return false;
+    return "this product's operands are not two different tiles loaded in the loop";
   for (Op *load : {p.loadA, p.loadB}) {
-    if (load->operands[0]->type.dims.size() != 2 || load->listAttr("sizes").size() != 2)
-      return false;
+    // The tile spans the tensor's last two dims and takes one index of each
+    // other (a batch, a head): a box of the tensor map, as bulk copies move.
+    std::vector<int64_t> sizes = load->listAttr("sizes");
+    size_t rank = load->operands[0]->type.dims.size();
+    if (rank < 2 || rank > 5 || sizes.size() != rank || sizes[rank - 2] == 0 || sizes[rank - 1] == 0 ||
+        !std::all_of(sizes.begin(), sizes.end() - 2, [](int64_t s) { return s == 0; }))
+      return "an operand of this product is a tile that does not span the last two dimensions of its tensor (of 2 to 5) with one index "
+             "of each other dimension, as a bulk tensor copy moves it";
     DType d = load->result()->type.dtype;
     if (d != DType::BF16 && d != DType::F16 && !isF8(d))
-      return false;
+      return fmt::format("an operand of this product holds {}; wgmma reads bf16, f16 and 8-bit floats", dtypeName(d));
   }
   DType aType = p.loadA->result()->type.dtype, bType = p.loadB->result()->type.dtype;
   if (aType != bType && !(isF8(aType) && isF8(bType))) // wgmma mixes e4m3 and e5m2
-    return false;
+    return fmt::format("this product's operands hold {} and {}; wgmma takes one 16-bit type", dtypeName(aType),
+                       dtypeName(bType));
   const Type &acc = mma.result()->type;
   if (!acc.isRegister() || acc.layout.kind != LayoutKind::Acc || acc.dtype != DType::F32)
-    return false;
+    return "this product's accumulator is not an f32 register tile";
   int64_t bm = acc.shape[0], bn = acc.shape[1];
   const auto &aShape = p.loadA->result()->type.shape;
   const auto &bShape = p.loadB->result()->type.shape;
   bool transA = mma.intAttr("trans_a") != 0, transB = mma.intAttr("trans_b") != 0;
   int64_t bk = aShape[transA ? 0 : 1];
-  // One 128-byte swizzle panel of K (64 16-bit columns, 128 8-bit ones):
-  // the A tile is then a single box and every instruction's K step sits
-  // inside it. Read transposed ([K, M], M-major), each consumer
-  // warpgroup's 64 rows of M are one panel; 8-bit floats are read K-major
-  // only.
-  if (bk != kSwizzle128RowBytes / dtypeBytes(aType) || aShape[transA ? 1 : 0] != bm)
-    return false;
+  // Whole 128-byte swizzle panels of K (64 16-bit columns, 128 8-bit
+  // ones), each a box of its own, so that every instruction's K step sits
+  // inside one. Read transposed ([K, M], M-major), each consumer
+  // warpgroup's 64 rows of M are one panel of BK rows, and a box has at
+  // most 256 rows; 8-bit floats are read K-major only.
+  int64_t panel = kSwizzle128RowBytes / dtypeBytes(aType);
+  if (bk % panel != 0 || bk > 256)
+    return fmt::format("this product's step of K is {} elements; the GEMM schedule takes whole 128-byte panels of K ({} "
+                       "elements of {}, or a multiple of that up to 256)",
+                       bk, panel, dtypeName(aType));
   if (isF8(aType) && (transA || !transB))
-    return false;
-  if (transB ? (bShape[0] != bn || bShape[1] != bk) : (bShape[0] != bk || bShape[1] != bn))
-    return false;
-  return (bm == 64 || bm == 128) && (bn == 64 || bn == 128 || bn == 256);
+    return "this product reads 8-bit floats M- or N-major; wgmma reads them K-major only (A as [M, K], B as `b^T`)";
+  if (aShape[transA ? 1 : 0] != bm ||
+      (transB ? (bShape[0] != bn || bShape[1] != bk) : (bShape[0] != bk || bShape[1] != bn)))
+    return "this product's operand tiles do not match its accumulator's rows and columns";
+  if (!((bm == 64 || bm == 128) && (bn == 64 || bn == 128 || bn == 256)))
+    return fmt::format("this product's accumulator is {} x {}; the GEMM schedule takes 64 or 128 rows and 64, 128 or 256 "
+                       "columns",
+                       bm, bn);
+  return "";
 }
 
 /// The loop of accumulating products that wgmma can run, or nothing: a body
 /// of operand loads, address arithmetic and products, each product adding
 /// to a carried accumulator of its own and read by nothing but the next
 /// iteration. The accumulators have one shape, so that each consumer
-/// warpgroup owns the same 64 rows of all of them.
-std::optional<GemmLoop> matchGemmLoop(Op &loop) {
+/// warpgroup owns the same 64 rows of all of them. A loop of that form
+/// whose products wgmma cannot run sets `why` to the first such product and
+/// the reason.
+std::optional<GemmLoop> matchGemmLoop(Op &loop, FusedMismatch &why) {
   if (loop.kind != OpKind::For || !loop.hasAttr("stages") || loop.results.empty())
     return std::nullopt;
   auto step = passes::constantIntOf(loop.operands[2]);
@@ -186,9 +210,17 @@ std::optional<GemmLoop> matchGemmLoop(Op &loop) {
     if (taken[j] || p.mma->operands[2] != body.args[1 + j].get())
       return std::nullopt;
     taken[j] = true;
-    if (!isWgmmaStep(p, body) || p.mma->result()->type.shape != m.accumulator().shape ||
-        p.loadA->result()->type.dtype != m.products.front().loadA->result()->type.dtype)
+    std::string step = wgmmaStepMismatch(p, body);
+    if (step.empty() && p.mma->result()->type.shape != m.accumulator().shape)
+      step = fmt::format("this product's accumulator is {} where the loop's first is {}; the GEMM schedule gives every "
+                         "consumer warpgroup the same rows of accumulators of one shape",
+                         fmt::join(p.mma->result()->type.shape, " x "), fmt::join(m.accumulator().shape, " x "));
+    if (step.empty() && p.loadA->result()->type.dtype != m.products.front().loadA->result()->type.dtype)
+      step = "this product's operands differ in element type from the loop's first product's";
+    if (!step.empty()) {
+      why = {p.mma, step};
       return std::nullopt;
+    }
   }
   // Each carried accumulator feeds its product alone (checked above: the
   // body holds nothing else that could read it) and each loaded tile only
@@ -197,8 +229,8 @@ std::optional<GemmLoop> matchGemmLoop(Op &loop) {
 }
 
 /// The stores after the loop that can go out through shared staging tiles
-/// and bulk tensor copies: each a whole 16-bit accumulator tile to a 2-d
-/// tensor, in 64-row, 128-byte panels, or the f32 accumulator itself added
+/// and bulk tensor copies: each a whole 16-bit accumulator tile to the last
+/// two dims of a tensor, in 64-row, 128-byte panels, or the f32 accumulator itself added
 /// to one (atomic_add: the copy engine adds whole lines in L2, which goes
 /// about 1.6 times as fast as the threads' vector reductions on the H200).
 /// An epilogue may store several such tiles (a layer's output and its
@@ -215,8 +247,15 @@ std::vector<Op *> matchTmaStores(Kernel &kernel, const GemmLoop &m) {
     const Type &value = op->operands[1]->type;
     const Type &global = op->operands[0]->type;
     bool adds = op->hasAttr("accumulate");
+    // The tile fills the last two dims of a tensor of 2 to 5, one index of
+    // each other: a box of the tensor map, as for the loads.
+    std::vector<int64_t> sizes = op->listAttr("sizes");
+    size_t rank = global.dims.size();
+    bool box = rank >= 2 && rank <= 5 && sizes.size() == rank && sizes[rank - 2] == acc.shape[0] &&
+               sizes[rank - 1] == acc.shape[1] &&
+               std::all_of(sizes.begin(), sizes.end() - 2, [](int64_t s) { return s == 0; });
     if (!value.isRegister() || value.layout.kind != LayoutKind::Acc || dtypeBytes(value.dtype) != (adds ? 4 : 2) ||
-        value.shape != acc.shape || global.dims.size() != 2 || op->listAttr("sizes") != acc.shape)
+        value.shape != acc.shape || !box)
       continue;
     if (value.shape[0] % 64 != 0 || value.shape[1] % (kSwizzle128RowBytes / dtypeBytes(value.dtype)) != 0)
       continue;
@@ -365,13 +404,6 @@ bool splitByColumns(Kernel &kernel, Value *v) {
   });
   return ok;
 }
-
-/// Why a kernel's products stay on mma.sync on Hopper: the op that does
-/// not fit the fused loop (null: the kernel as a whole) and the reason.
-struct FusedMismatch {
-  const Op *at = nullptr;
-  std::string why;
-};
 
 std::optional<FusedLoop> matchFusedLoop(Kernel &kernel, FusedMismatch &mismatch) {
   auto no = [&](const Op *at, std::string why) -> std::optional<FusedLoop> {
@@ -626,12 +658,13 @@ private:
   /// False after reporting a pipeline whose two stages do not fit.
   bool runOnKernel(Kernel &kernel, const Target &target, DiagnosticEngine &diags) {
     std::vector<GemmLoop> found;
+    FusedMismatch gemmMismatch; // a GEMM loop's product that wgmma cannot run
     int mmas = 0;
     walk(kernel.body, [&](Op &op) {
       if (op.kind == OpKind::Mma)
         ++mmas;
       if (op.kind == OpKind::For && op.parent == &kernel.body)
-        if (auto m = matchGemmLoop(op))
+        if (auto m = matchGemmLoop(op, gemmMismatch))
           found.push_back(*m);
     });
     if (found.size() != 1 || mmas != static_cast<int>(found.front().products.size()) ||
@@ -647,13 +680,20 @@ private:
           f.reset();
         }
       }
+      // A loop of the GEMM's form says what kept its product off wgmma;
+      // that is the nearer miss than the general schedule's reason.
+      if (!f && found.empty() && gemmMismatch.at)
+        mismatch = gemmMismatch;
       if (f)
         layOutFused(kernel, *f, target, diags);
       else if (Op *f8 = firstF8Product(kernel))
         // mma.sync has no 8-bit float form on sm_90a.
-        diags.report(f8->loc, DiagId::F8MmaNotWgmma, kernel.name, target.name,
-                     "its loop is not one pipelined GEMM step of loaded tiles, A [BM, 128] and B [BN, 128] read as "
-                     "`b^T` (BM 64 or 128, BN 64, 128 or 256), each product on a carried accumulator of its own");
+        diags.report(gemmMismatch.at ? gemmMismatch.at->loc : f8->loc, DiagId::F8MmaNotWgmma, kernel.name,
+                     target.name,
+                     gemmMismatch.at ? gemmMismatch.why
+                                     : "its loop is not one pipelined GEMM step of loaded tiles, A [BM, BK] and B "
+                                       "[BN, BK] read as `b^T` (BM 64 or 128, BN 64, 128 or 256, BK 128 or 256), "
+                                       "each product on a carried accumulator of its own");
       else if (mmas > 0)
         // Correct code still, at half the tensor cores' rate or less: say
         // where the kernel leaves the shape the Hopper pipeline takes.

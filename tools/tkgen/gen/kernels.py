@@ -406,8 +406,14 @@ def gemm(k):
     # Four warps; a tile of the epilogue that is no accumulator (a constant)
     # takes the strip layout, whose warps span 1024 / bn rows.
     bm, bn = pick(k, [(128, 32), (64, 64), (128, 64), (64, 128), (128, 128)])
-    bk = pick(k, [16, 32, 64])
+    bk = pick(k, [16, 32, 64, 128])
     k.has_mma = True
+    # A batch of products, one a block along z: 3-d operands and result.
+    batched = k.has("batched") and k.rng.random() < 0.25
+    lead, at = ([], "")
+    if batched:
+        k.dims["NB"] = ("any", 1, 3)
+        lead, at = (["NB"], "block.z, ")
     declare_dim(k, "M", bm)
     if bn >= 64 and k.rng.random() < 0.3:
         # Rows per target: the tiles of the epilogue are BM rows on both.
@@ -419,9 +425,9 @@ def gemm(k):
     declare_dim(k, "N", bn)
     declare_dim(k, "K", bk)
     ta, tb = k.rng.random() < 0.3, k.rng.random() < 0.4
-    a = k.param("A", half, ["K", "M"] if ta else ["M", "K"])
-    b = k.param("B", half, ["N", "K"] if tb else ["K", "N"])
-    k.annotations.append(f"grid(cdiv(N, {bn}), cdiv(M, {bm_name})) warps(4)")
+    a = k.param("A", half, lead + (["K", "M"] if ta else ["M", "K"]))
+    b = k.param("B", half, lead + (["N", "K"] if tb else ["K", "N"]))
+    k.annotations.append(f"grid(cdiv(N, {bn}), cdiv(M, {bm_name}){', NB' if batched else ''}) warps(4)")
     assign(k, "row", f"block.y * {bm_name}", I32)
     assign(k, "col", f"block.x * {bn}", I32)
     assign(k, "acc", f"zeros(f32[{bm_name}, {bn}])", tile("f32", bm, bn))
@@ -432,15 +438,17 @@ def gemm(k):
     k.bind("k", I32)
     a_slice = f"k * {bk} +: {bk}, row +: {bm_name}" if ta else f"row +: {bm_name}, k * {bk} +: {bk}"
     b_slice = f"col +: {bn}, k * {bk} +: {bk}" if tb else f"k * {bk} +: {bk}, col +: {bn}"
-    k.emit(f"a = load({a.name}[{a_slice}])")
-    k.emit(f"b = load({b.name}[{b_slice}])")
+    k.emit(f"a = load({a.name}[{at}{a_slice}])")
+    k.emit(f"b = load({b.name}[{at}{b_slice}])")
     if k.rng.random() < 0.2:
         k.emit(f"a = {half}(f32(a) * {pick(k, ['0.5', '2.0', '-1.0'])})")
     k.emit(f"acc = mma(a{'^T' if ta else ''}, b{'^T' if tb else ''}, acc)")
     k.scope.pop()
     k.indent -= 1
     k.emit("}")
-    epilogue(k, "acc", bm, bn, bm_name)
+    epilogue(k, "acc", bm, bn, bm_name, lead, at)
+    if batched:
+        return  # the gathers below index 2-d operands
     if k.has("gather") and k.rng.random() < 0.25:
         G.operand_gather(k, a, ta, "acc", bm_name)
     if k.has("gather") and k.has("colreduce") and not tb and k.rng.random() < 0.2:
@@ -452,15 +460,16 @@ def gemm(k):
         G.column_gather(k, b, "acc", bn, blocks)
 
 
-def epilogue(k, acc, bm, bn, bm_name):
-    """Maps and reductions of an accumulator, stored by block."""
+def epilogue(k, acc, bm, bn, bm_name, lead=(), at=""):
+    """Maps and reductions of an accumulator, stored by block (at the batch
+    index `at` of a result with the `lead` dims before its rows)."""
     if k.rng.random() < 0.5:
         assign(k, "e", f"{acc} {pick(k, ['+', '-', '*'])} {E.atom(E.tile_expr(k, 'f32', (bm, bn), 2))}",
                tile("f32", bm, bn))
     out = pick(k, ["bf16", "f16", "f32"])
-    c = k.param("C", out, ["M", "N"], out=True)
+    c = k.param("C", out, list(lead) + ["M", "N"], out=True)
     value = E.tile_expr(k, "f32", (bm, bn), 2) if k.rng.random() < 0.5 else acc
-    k.emit(f"store({c.name}[row +: {bm_name}, col +: {bn}], {value if out == 'f32' else f'{out}({value})'})")
+    k.emit(f"store({c.name}[{at}row +: {bm_name}, col +: {bn}], {value if out == 'f32' else f'{out}({value})'})")
     if k.rng.random() < 0.3:
         z = k.param("Z", "f32", ["M"], out=True)
         k.emit(f"atomic_add({z.name}[row +: {bm_name}], {E.row_vec(k, 'f32', bm, 1)})")

@@ -20,6 +20,7 @@ FEATURES = {
     "carried_padding": "loop loads at a row offset: rows past the tensor's end reach carried accumulators",
     "gather": "loads through i32 index tiles (X[r +: E, t], X[t, c +: E], W[t]) from inputs with some indices out of range",
     "derived_dims": "parameter dims that are expressions of other dims and where values (cdiv(M, 32), M + 8 - M % 8)",
+    "batched": "GEMMs over 3-d operands and results, one batch index a block (block.z)",
 }
 ALL_FEATURES = frozenset(FEATURES) | frozenset(SKELETONS)
 

@@ -4,6 +4,7 @@ table spells them (docs/abi.md): names and integer literals combined with
 (`/` and `%` truncate toward zero, `cdiv` rounds the exact quotient up).
 A small recursive-descent reader; nothing is ever passed to eval()."""
 
+import functools
 import re
 
 _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(.))")
@@ -44,9 +45,12 @@ _OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * 
         "/": _div, "%": _rem, "cdiv": _cdiv}
 
 
+@functools.lru_cache(maxsize=None)
 def parse(text):
     """The expression as a tree: an int, a name (str), or (op, lhs, rhs).
-    Raises ValueError for anything outside the grammar."""
+    Raises ValueError for anything outside the grammar. A kernel's dims
+    are few and fixed and a loader reads them on every call: each text is
+    parsed once (the trees are immutable)."""
     tokens = _tokens(text)
     pos = 0
 
@@ -101,6 +105,11 @@ def parse(text):
 
 def symbols(dim):
     """The names a dim string uses, in order of first appearance."""
+    return list(_symbols(dim))
+
+
+@functools.lru_cache(maxsize=None)
+def _symbols(dim):
     out = []
 
     def walk(node):
@@ -112,7 +121,7 @@ def symbols(dim):
             walk(node[2])
 
     walk(parse(dim))
-    return out
+    return tuple(out)
 
 
 def evaluate(dim, values):

@@ -26,30 +26,58 @@ TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float
                 "i1": torch.bool, "f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2}
 
 
+class _ShapePlan:
+    """What output_shapes needs of a kernel's info, worked out once: which
+    input size binds each dim name (the first that has it alone), and each
+    output's dims as ints, names or parsed expressions."""
+
+    def __init__(self, info):
+        self.ranks = [(i, p.rank, p.name) for i, p in enumerate(info.inputs)]
+        self.binders = [(i, axis, dim) for i, p in enumerate(info.inputs) for axis, dim in enumerate(p.dims)
+                        if _dims.is_symbol(dim)]
+        self.outputs = []
+        for param in info.outputs:
+            names = [s for d in param.dims if isinstance(d, str) for s in _dims.symbols(d)]
+            self.outputs.append((param.name, tuple(dict.fromkeys(names)), param.dims))
+
+
+_plans = {}
+
+
+def _plan(info):
+    # Keyed by identity (KernelInfo holds a dict, so it has no hash); the
+    # info is kept with its plan so that its id is never reused.
+    entry = _plans.get(id(info))
+    if entry is None or entry[0] is not info:
+        entry = _plans[id(info)] = (info, _ShapePlan(info))
+    return entry[1]
+
+
 def output_shapes(info, inputs, constants=()):
     """{output name: shape} from the input tensors' sizes and the constants.
     A derived dim (`cdiv(M, 64)`) is computed from the names it uses; an
     input's derived dims bind nothing (the launcher checks them)."""
+    plan = _plan(info)
+    given = len(inputs)  # fewer than the kernel's: the missing ones bind nothing
+    for i, rank, name in plan.ranks:
+        if i < given and inputs[i].dim() != rank:
+            raise ShapeError(f"{name} must have rank {rank}, not {inputs[i].dim()}", info.name)
     values = dict(zip(info.constants, constants))
-    for param, tensor in zip(info.inputs, inputs):
-        if tensor.dim() != param.rank:
-            raise ShapeError(f"{param.name} must have rank {param.rank}, not {tensor.dim()}", info.name)
-        for dim, size in zip(param.dims, tensor.shape):
-            if _dims.is_symbol(dim):
-                values.setdefault(dim, size)
+    for i, axis, name in plan.binders:
+        if i < given:
+            values.setdefault(name, inputs[i].shape[axis])
     shapes = {}
-    for param in info.outputs:
-        names = [s for d in param.dims if isinstance(d, str) for s in _dims.symbols(d)]
-        missing = [n for n in dict.fromkeys(names) if n not in values]
+    for name, needs, dims in plan.outputs:
+        missing = [n for n in needs if n not in values]
         if missing:
-            raise ShapeError(f"no input gives {param.name}'s dims {missing}", info.name)
+            raise ShapeError(f"no input gives {name}'s dims {missing}", info.name)
         shape = []
-        for d in param.dims:
+        for d in dims:
             try:
                 shape.append(_dims.evaluate(d, values) if isinstance(d, str) else d)
             except ZeroDivisionError:
-                raise ShapeError(f"{param.name}'s dim `{d}` divides by zero for these inputs", info.name) from None
-        shapes[param.name] = tuple(shape)
+                raise ShapeError(f"{name}'s dim `{d}` divides by zero for these inputs", info.name) from None
+        shapes[name] = tuple(shape)
     return shapes
 
 

@@ -409,8 +409,31 @@ private:
     auto at = std::next(wait);
     for (Value *read : vectorReads_) {
       Op &convert = *read->definingOp, &view = *convert.operands[0]->definingOp;
+      // The slot index may be computed after the wait by now: sinkTileWaits
+      // moves a tile's wait down to its first reader, past the slot's
+      // arithmetic. That arithmetic comes up with the view.
+      hoistScalarDefinitions(body, at, view);
       body.ops.splice(at, body.ops, passes::positionOf(view));
       body.ops.splice(at, body.ops, passes::positionOf(convert));
+    }
+  }
+
+  /// Moves the pure scalar ops of `body` that `op` reads, and that sit at
+  /// or after `at`, to just before `at` (their own operands first); `at`
+  /// steps over one that is already there.
+  static void hoistScalarDefinitions(Block &body, passes::OpIterator &at, Op &op) {
+    for (Value *operand : op.operands) {
+      Op *def = operand->definingOp;
+      if (!def || def->parent != &body || !operand->type.isScalar() || passes::hasSideEffects(*def) || def->body)
+        continue;
+      bool after = std::any_of(at, body.ops.end(), [&](const std::unique_ptr<Op> &o) { return o.get() == def; });
+      if (!after)
+        continue;
+      hoistScalarDefinitions(body, at, *def);
+      if (at->get() == def)
+        ++at;
+      else
+        body.ops.splice(at, body.ops, passes::positionOf(*def));
     }
   }
 

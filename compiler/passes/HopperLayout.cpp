@@ -450,17 +450,27 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel, FusedMismatch &mismatch)
   });
   if (mmas == 0)
     return no(nullptr, "it has no products");
-  for (auto &op : kernel.body.ops)
-    if (op->kind == OpKind::For && op->hasAttr("stages") && op->body) {
-      if (f.loop)
-        return no(op.get(), "it has more than one `pipelined` loop");
-      f.loop = op.get();
-    }
+  // The loop at the top of the kernel that holds the products (every loop
+  // carries `stages`, 1 where the source asks for no pipeline).
+  for (auto &op : kernel.body.ops) {
+    if (op->kind != OpKind::For || !op->body)
+      continue;
+    bool holdsProducts = false;
+    walk(*op->body, [&](Op &inner) { holdsProducts |= inner.kind == OpKind::Mma; });
+    if (!holdsProducts)
+      continue;
+    if (f.loop)
+      return no(op.get(), "its products are in more than one loop");
+    f.loop = op.get();
+  }
   if (!f.loop)
-    return no(nullptr, "its products are not in a `pipelined` loop at the top of the kernel");
+    return no(nullptr, "its products are not in a loop at the top of the kernel");
+  for (auto &op : f.loop->body->ops)
+    if (op->kind == OpKind::For && op->body)
+      return no(op.get(), "its products are in nested loops; the Hopper schedules pipeline one loop");
   auto step = passes::constantIntOf(f.loop->operands[2]);
   if (!step || *step != 1)
-    return no(f.loop, "its `pipelined` loop does not step by 1");
+    return no(f.loop, "its loop does not step by 1");
   if (misfit)
     return no(misfit->at, misfit->why);
   if (f.warps % 4 != 0)

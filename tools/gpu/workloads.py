@@ -15,7 +15,7 @@ from workloads_rows import (BiasGrad, GeluBwd, LayerNorm, LayerNormBwd, RmsNorm,
 from workloads_fp8 import GemmFp8
 from workloads_resln import ResidualLayerNorm, ResidualLayerNormBwd
 from workloads_xent import CrossEntropy, CrossEntropyFused, CrossEntropyTrain
-from workloads_based import Based
+from workloads_based import Based, BasedBwd
 
 
 # --- the harness's own smoke test (tools/gpu/selftest_abi.cu) -------------------------------
@@ -64,7 +64,7 @@ class SelftestAxpy(Workload):
 WORKLOADS = [Gemm(), GemmTN(), GemmSplitK(), AttnFwd(), AttnBwd(), LayerNorm(), LayerNormBwd(), BiasGrad(), Softmax(),
              RmsNorm(), RmsNormBwd(), Rotary(), RotaryBwd(), CrossEntropy(), CrossEntropyTrain(), CrossEntropyFused(),
              LinearGelu(), GeluBwd(), SwiGlu(), ResidualLayerNorm(), ResidualLayerNormBwd(), GemmFp8(),
-             Based()]
+             Based(), BasedBwd()]
 SELFTEST = SelftestAxpy()
 BY_NAME = {w.name: w for w in WORKLOADS + [SELFTEST]}
 ALIASES = {"selftest": "axpy", "attention_fwd": "attn_fwd", "attn": "attn_fwd", "attention_bwd": "attn_bwd",

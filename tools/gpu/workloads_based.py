@@ -1,12 +1,14 @@
-"""Based linear attention, forward (examples/based.tk): causal, numerator
-only, O[i] = sum over j <= i of (1 + q_i.k_j + (q_i.k_j)^2 / 2) v_j with
-Q, K [B, H, N, 16] and V, O [B, H, N, 64].
+"""Based linear attention (examples/based.tk and based_bwd.tk): causal,
+numerator only, O[i] = sum over j <= i of (1 + q_i.k_j + (q_i.k_j)^2 / 2) v_j
+with Q, K [B, H, N, 16] and V, O [B, H, N, 64]; the backward gives dQ, dK
+and dV from dO.
 
-The float64 reference sums the weights over every pair (O(N^2) memory, so
-the check sizes stay small). The peers are the chunked algorithm in
-PyTorch (chunks of 64 rows: the weights within a chunk, and the states of
-the chunks before it as exclusive prefix sums over chunks), eager and
-under torch.compile, with bf16 products as the kernel's.
+The float64 references sum the weights over every pair (O(N^2) memory, so
+the check sizes stay small; the backward's by autograd through it). The
+peers are the chunked algorithm in PyTorch (chunks of 64 rows: the weights
+within a chunk, and the states of the chunks before it as exclusive prefix
+sums over chunks), eager and under torch.compile, with bf16 products as the
+kernel's; the backward's peers take autograd's gradients through it.
 """
 
 from workload_base import Param, Workload
@@ -103,3 +105,58 @@ class Based(Workload):
 
     def plot_x(self, s):
         return s["N"]
+
+
+class BasedBwd(Based):
+    """Two launchers of based_bwd.tk in a row: dQ (walking the chunks
+    forward), then dK and dV (walking them backward)."""
+    name = "based_bwd"
+    stem = "based_bwd"
+    params = [Param("Q", "bf16"), Param("K", "bf16"), Param("V", "bf16"), Param("dO", "bf16"),
+              Param("dQ", "bf16", output=True), Param("dK", "bf16", output=True), Param("dV", "bf16", output=True)]
+    main_output = "dQ"
+    tolerances = {"dQ": 1e-2, "dK": 1e-2, "dV": 1e-2}
+    steps = [("based_bwd_dq", ["Q", "K", "V", "dO", "dQ"], []),
+             ("based_bwd_dkdv", ["Q", "K", "V", "dO", "dK", "dV"], [])]
+    extra_arg_cases = [("dO with other N", dict(B=1, H=2, N=128), {"dO": (1, 2, 136, D)}, 2),
+                       ("K with 32 features", dict(B=1, H=2, N=128), {"K": (1, 2, 128, 32)}, 5)]
+
+    def shapes(self, s):
+        b, h, n = s["B"], s["H"], s["N"]
+        return {"Q": (b, h, n, F), "K": (b, h, n, F), "V": (b, h, n, D), "dO": (b, h, n, D),
+                "dQ": (b, h, n, F), "dK": (b, h, n, F), "dV": (b, h, n, D)}
+
+    def make_inputs(self, size, device="cuda"):
+        """Q, K and V as for the forward, and dO of unit scale."""
+        import torch
+        inp = super().make_inputs(size, device)
+        inp["dO"] = torch.randn(self.shapes(size)["dO"], device=device).to(torch.bfloat16)
+        return inp
+
+    def reference(self, inp, s):
+        import torch
+        q, k, v = (inp[x].double().requires_grad_() for x in "QKV")
+        out = super().reference({"Q": q, "K": k, "V": v}, s)["O"]
+        dq, dk, dv = torch.autograd.grad(out, (q, k, v), inp["dO"].double())
+        return {"dQ": dq, "dK": dk, "dV": dv}
+
+    def peers(self, s):
+        import torch
+        based = _chunked()
+        compiled = torch.compile(based)
+        leaves = lambda inp: (inp["Q"], inp["K"], inp["V"])
+        return {"eager": self.backward_peer("eager", leaves, based, "dO"),
+                "compiled": self.backward_peer("compiled", leaves, compiled, "dO")}
+
+    def work(self, s):
+        # The products per row of the two kernels (chunks of 64, the mask's
+        # zeros counted; not the products by 0/1 matrices that expand the
+        # features or contract them back). dQ: Q K^T, dO V^T and dA K within
+        # the chunk, dO by the linear state and by the quadratic one (256
+        # features), and K and its expansion into the two states. dK and dV:
+        # K Q^T, W^T dO, dO V^T (as V dO^T) and dA^T Q within the chunk, K
+        # and V each by the linear state and the quadratic one, and Q and its
+        # expansion into the two states.
+        dq = CHUNK * F + CHUNK * D + CHUNK * F + D * F + F * F * D + F * D + F * F * D
+        dkdv = CHUNK * F + CHUNK * D + CHUNK * D + CHUNK * F + 2 * (F * D + F * F * D) + F * D + F * F * D
+        return 2.0 * (dq + dkdv) * s["B"] * s["H"] * s["N"]

@@ -230,10 +230,22 @@ private:
       std::optional<DimExpr> rhs = parseDimProduct();
       if (!rhs)
         return std::nullopt;
-      lhs = DimExpr::binary(op.kind == TokenKind::Plus ? DimExpr::Kind::Add : DimExpr::Kind::Sub, std::move(*lhs),
-                            std::move(*rhs), op.loc);
+      lhs = boundedDim(DimExpr::binary(op.kind == TokenKind::Plus ? DimExpr::Kind::Add : DimExpr::Kind::Sub,
+                                       std::move(*lhs), std::move(*rhs), op.loc));
     }
     return lhs;
+  }
+
+  /// A dim is as tall as its longest chain of operators, and the tree is
+  /// walked recursively later (printing, checking, evaluating): reports and
+  /// gives up on one taller than an expression may be.
+  std::optional<DimExpr> boundedDim(DimExpr expr) {
+    if (dimExprHeight(expr) <= kMaxDimExprHeight)
+      return expr;
+    if (!tooDeep_)
+      diags_.report(expr.loc, DiagId::ExpressionTooDeep, kMaxDimExprHeight);
+    tooDeep_ = true;
+    return std::nullopt;
   }
 
   std::optional<DimExpr> parseDimProduct() {
@@ -246,7 +258,7 @@ private:
       std::optional<DimExpr> rhs = parseDimAtom();
       if (!rhs)
         return std::nullopt;
-      lhs = DimExpr::binary(kind, std::move(*lhs), std::move(*rhs), op.loc);
+      lhs = boundedDim(DimExpr::binary(kind, std::move(*lhs), std::move(*rhs), op.loc));
     }
     return lhs;
   }
@@ -263,7 +275,10 @@ private:
       advance();
       return DimExpr::integer(saturatingToI32(token.floatValue), token.loc);
     }
-    if (accept(TokenKind::LParen)) {
+    if (at(TokenKind::LParen)) {
+      NestingGuard guard(*this, advance().loc);
+      if (!guard.ok())
+        return std::nullopt;
       std::optional<DimExpr> inner = parseDimSum();
       if (!inner || !expect(TokenKind::RParen))
         return std::nullopt;
@@ -277,13 +292,16 @@ private:
     std::string name = advance().text;
     if (name != "cdiv" || !accept(TokenKind::LParen))
       return DimExpr::name(std::move(name), loc);
+    NestingGuard guard(*this, loc);
+    if (!guard.ok())
+      return std::nullopt;
     std::optional<DimExpr> a = parseDimSum();
     if (!a || !expect(TokenKind::Comma))
       return std::nullopt;
     std::optional<DimExpr> b = parseDimSum();
     if (!b || !expect(TokenKind::RParen))
       return std::nullopt;
-    return DimExpr::binary(DimExpr::Kind::CDiv, std::move(*a), std::move(*b), loc);
+    return boundedDim(DimExpr::binary(DimExpr::Kind::CDiv, std::move(*a), std::move(*b), loc));
   }
 
   bool parseAnnotations(ast::Kernel &kernel) {

@@ -23,11 +23,17 @@ int64_t count(const std::vector<int64_t> &shape) {
   return n;
 }
 
-/// Integer division, remainder, cdiv, min and max as tkc_int.h defines them
-/// for the GPU, on i32 operands held as doubles.
+/// i32 arithmetic as the GPU does it, on operands held as doubles: `+ - *`
+/// wrap to 32 bits, and division, remainder, cdiv, min and max are
+/// tkc_int.h's. The product is formed in 64 bits, since a double holds only
+/// 53 and would lose the low bits that the wrapped result keeps.
 std::optional<double> applyInt(OpKind kind, double a, double b) {
   auto x = static_cast<int32_t>(static_cast<int64_t>(a)), y = static_cast<int32_t>(static_cast<int64_t>(b));
+  auto wrap = [](int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(v)); };
   switch (kind) {
+  case OpKind::Add: return wrap(int64_t(x) + y);
+  case OpKind::Sub: return wrap(int64_t(x) - y);
+  case OpKind::Mul: return wrap(int64_t(x) * y);
   case OpKind::Div: return tkc::div(x, y);
   case OpKind::Rem: return tkc::rem(x, y);
   case OpKind::CDiv: return tkc::cdiv(x, y);

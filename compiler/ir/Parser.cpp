@@ -18,6 +18,10 @@ namespace {
 
 /// `for` bodies nest; deeper input is rejected rather than risking the stack.
 constexpr int kMaxNesting = 64;
+/// A tile may hold this many elements, all its stages together: far more
+/// than any kernel's (tkc-interp's limits are tested with larger ones than a
+/// kernel could hold), and small enough that byte counts fit 64 bits easily.
+constexpr int64_t kMaxIRTileElements = int64_t(1) << 40;
 
 /// The hint a printed name stands for: the printer adds `.N` to repeated
 /// hints and uses plain numbers for values without one.
@@ -611,6 +615,7 @@ private:
 
   /// `tile|reg|smem<dtype[shape] [, #layout] [, stages = N]>`
   bool parseTileType(Type &type) {
+    Token start = token_;
     MemSpace space = token_.text == "reg"    ? MemSpace::Register
                      : token_.text == "smem" ? MemSpace::Shared
                                              : MemSpace::Unplaced;
@@ -646,6 +651,15 @@ private:
           !parseInteger(type.stages, "a stage count"))
         return false;
     }
+    // Passes and the emitter multiply element counts by element sizes and
+    // stages in 64 bits; a bound here keeps those products from overflowing.
+    __int128 elements = std::max(type.stages, 1);
+    bool huge = false;
+    for (int64_t extent : type.shape)
+      huge = huge || __builtin_mul_overflow(elements, __int128(extent), &elements);
+    if (huge || elements > kMaxIRTileElements)
+      return error(start, DiagId::IRNumberOutOfRange, huge ? std::string("beyond 128 bits") : fmt::format("{}", elements),
+                   fmt::format("the element count of {} (at most {}, stages counted)", type.str(), kMaxIRTileElements));
     return expectPunct('>');
   }
 

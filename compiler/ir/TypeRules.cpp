@@ -66,9 +66,10 @@ std::string checkTypeRules(const Type &type, int warps) {
   if (layout.chunk != 8 && (!warpList || (layout.chunk != 4 && layout.chunk != 2)))
     return fmt::format("layout of {} has an invalid chunk length {}", type.str(), layout.chunk);
   // With warp specialization a layout may cover only the consumer warps.
-  if ((warpGrid || warpList) && layout.warpsM * layout.warpsN > warps)
-    return fmt::format("layout of {} spreads over {} warps but the kernel has {}", type.str(),
-                       layout.warpsM * layout.warpsN, warps);
+  // The counts come from the text as any int: their product needs 64 bits.
+  int64_t layoutWarps = int64_t(layout.warpsM) * layout.warpsN;
+  if ((warpGrid || warpList) && layoutWarps > warps)
+    return fmt::format("layout of {} spreads over {} warps but the kernel has {}", type.str(), layoutWarps, warps);
   if (layout.kind == LayoutKind::Mbarrier && (type.dtype != DType::I32 || type.shape.size() != 2 || type.shape[1] != 2))
     return fmt::format("#mbarrier holds one barrier per row of an i32[S, 2] tile, not {}", type.str());
 

@@ -1,5 +1,6 @@
 #include "support/DimExpr.h"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 
@@ -111,7 +112,7 @@ private:
       std::optional<DimExpr> rhs = product();
       if (!rhs)
         return std::nullopt;
-      lhs = DimExpr::binary(kind, std::move(*lhs), std::move(*rhs));
+      lhs = bounded(DimExpr::binary(kind, std::move(*lhs), std::move(*rhs)));
     }
     return lhs;
   }
@@ -131,15 +132,32 @@ private:
       std::optional<DimExpr> rhs = atom();
       if (!rhs)
         return std::nullopt;
-      lhs = DimExpr::binary(kind, std::move(*lhs), std::move(*rhs));
+      lhs = bounded(DimExpr::binary(kind, std::move(*lhs), std::move(*rhs)));
     }
     return lhs;
+  }
+
+  /// Trees are walked recursively (printing, evaluating) and the reader
+  /// itself recurses at each parenthesis: both are held to a bound.
+  std::optional<DimExpr> bounded(DimExpr e) {
+    if (dimExprHeight(e) > kMaxDimExprHeight)
+      return fail("more than " + std::to_string(kMaxDimExprHeight) + " operations deep");
+    return e;
+  }
+  bool enter() {
+    if (++depth_ <= kMaxDimNesting)
+      return true;
+    fail("parentheses nested more than " + std::to_string(kMaxDimNesting) + " deep");
+    return false;
   }
 
   std::optional<DimExpr> atom() {
     skipSpace();
     if (accept('(')) {
+      if (!enter())
+        return std::nullopt;
       std::optional<DimExpr> inner = sum();
+      --depth_;
       if (inner && !accept(')'))
         return fail("expected `)`");
       return inner;
@@ -162,6 +180,8 @@ private:
     std::string word(text_.substr(start, pos_ - start));
     if (word != "cdiv" || !accept('('))
       return DimExpr::name(word);
+    if (!enter())
+      return std::nullopt;
     std::optional<DimExpr> a = sum();
     if (!a)
       return std::nullopt;
@@ -170,13 +190,15 @@ private:
     std::optional<DimExpr> b = sum();
     if (!b)
       return std::nullopt;
+    --depth_;
     if (!accept(')'))
       return fail("expected `)`");
-    return DimExpr::binary(DimExpr::Kind::CDiv, std::move(*a), std::move(*b));
+    return bounded(DimExpr::binary(DimExpr::Kind::CDiv, std::move(*a), std::move(*b)));
   }
 
   std::string_view text_;
   size_t pos_ = 0;
+  int depth_ = 0;
   std::string error_;
 };
 
@@ -209,6 +231,13 @@ std::string printDimExpr(const DimExpr &e) {
 
 std::optional<DimExpr> parseDimExpr(std::string_view text, std::string *error) {
   return TextReader(text).read(error);
+}
+
+uint32_t dimExprHeight(const DimExpr &expr) {
+  uint32_t below = 0;
+  for (const DimExpr &operand : expr.operands)
+    below = std::max(below, dimExprHeight(operand));
+  return below + 1;
 }
 
 std::vector<std::string> dimSymbols(const DimExpr &expr) {

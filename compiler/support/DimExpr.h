@@ -40,6 +40,14 @@ std::string printDimExpr(const DimExpr &expr);
 /// for anything else.
 std::optional<DimExpr> parseDimExpr(std::string_view text, std::string *error = nullptr);
 
+/// The number of levels of the tree: 1 for a literal or a name. Code that
+/// walks a tree recursively relies on it being bounded: parseDimExpr and the
+/// frontend's parser refuse a taller one, and parentheses nested deeper than
+/// kMaxDimNesting.
+uint32_t dimExprHeight(const DimExpr &expr);
+constexpr uint32_t kMaxDimExprHeight = 1024;
+constexpr int kMaxDimNesting = 256;
+
 /// The names the expression uses, each once, in order of appearance.
 std::vector<std::string> dimSymbols(const DimExpr &expr);
 

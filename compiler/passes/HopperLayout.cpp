@@ -91,8 +91,9 @@ bool isPureScalar(const Op &op) {
 }
 
 /// Why a kernel's products stay on mma.sync on Hopper: the op that does
-/// not fit the GEMM or the fused loop (null: the kernel as a whole) and the reason.
-struct FusedMismatch {
+/// not fit the GEMM or the fused loop (null: the kernel as a whole) and
+/// the reason.
+struct ScheduleMismatch {
   const Op *at = nullptr;
   std::string why;
 };
@@ -129,8 +130,8 @@ std::string wgmmaStepMismatch(const GemmProduct &p, const Block &body) {
     size_t rank = load->operands[0]->type.dims.size();
     if (rank < 2 || rank > 5 || sizes.size() != rank || sizes[rank - 2] == 0 || sizes[rank - 1] == 0 ||
         !std::all_of(sizes.begin(), sizes.end() - 2, [](int64_t s) { return s == 0; }))
-      return "an operand of this product is a tile that does not span the last two dimensions of its tensor (of 2 to 5) with one index "
-             "of each other dimension, as a bulk tensor copy moves it";
+      return "an operand of this product is a tile that does not span the last two dimensions of its tensor "
+             "(of 2 to 5) with one index of each other dimension, as a bulk tensor copy moves it";
     DType d = load->result()->type.dtype;
     if (d != DType::BF16 && d != DType::F16 && !isF8(d))
       return fmt::format("an operand of this product holds {}; wgmma reads bf16, f16 and 8-bit floats", dtypeName(d));
@@ -154,8 +155,8 @@ std::string wgmmaStepMismatch(const GemmProduct &p, const Block &body) {
   // most 256 rows; 8-bit floats are read K-major only.
   int64_t panel = kSwizzle128RowBytes / dtypeBytes(aType);
   if (bk % panel != 0 || bk > 256)
-    return fmt::format("this product's step of K is {} elements; the GEMM schedule takes whole 128-byte panels of K ({} "
-                       "elements of {}, or a multiple of that up to 256)",
+    return fmt::format("this product's step of K is {} elements; the GEMM schedule takes whole 128-byte panels "
+                       "of K ({} elements of {}, or a multiple of that up to 256)",
                        bk, panel, dtypeName(aType));
   if (isF8(aType) && (transA || !transB))
     return "this product reads 8-bit floats M- or N-major; wgmma reads them K-major only (A as [M, K], B as `b^T`)";
@@ -163,8 +164,8 @@ std::string wgmmaStepMismatch(const GemmProduct &p, const Block &body) {
       (transB ? (bShape[0] != bn || bShape[1] != bk) : (bShape[0] != bk || bShape[1] != bn)))
     return "this product's operand tiles do not match its accumulator's rows and columns";
   if (!((bm == 64 || bm == 128) && (bn == 64 || bn == 128 || bn == 256)))
-    return fmt::format("this product's accumulator is {} x {}; the GEMM schedule takes 64 or 128 rows and 64, 128 or 256 "
-                       "columns",
+    return fmt::format("this product's accumulator is {} x {}; the GEMM schedule takes 64 or 128 rows and 64, "
+                       "128 or 256 columns",
                        bm, bn);
   return "";
 }
@@ -176,7 +177,7 @@ std::string wgmmaStepMismatch(const GemmProduct &p, const Block &body) {
 /// warpgroup owns the same 64 rows of all of them. A loop of that form
 /// whose products wgmma cannot run sets `why` to the first such product and
 /// the reason.
-std::optional<GemmLoop> matchGemmLoop(Op &loop, FusedMismatch &why) {
+std::optional<GemmLoop> matchGemmLoop(Op &loop, ScheduleMismatch &why) {
   if (loop.kind != OpKind::For || !loop.hasAttr("stages") || loop.results.empty())
     return std::nullopt;
   auto step = passes::constantIntOf(loop.operands[2]);
@@ -230,8 +231,8 @@ std::optional<GemmLoop> matchGemmLoop(Op &loop, FusedMismatch &why) {
 
 /// The stores after the loop that can go out through shared staging tiles
 /// and bulk tensor copies: each a whole 16-bit accumulator tile to the last
-/// two dims of a tensor, in 64-row, 128-byte panels, or the f32 accumulator itself added
-/// to one (atomic_add: the copy engine adds whole lines in L2, which goes
+/// two dims of a tensor, in 64-row, 128-byte panels, or the f32 accumulator
+/// itself added to one (atomic_add: the copy engine adds whole lines in L2, which goes
 /// about 1.6 times as fast as the threads' vector reductions on the H200).
 /// An epilogue may store several such tiles (a layer's output and its
 /// pre-activation); each gets a staging tile of its own. Other stores stay
@@ -405,7 +406,7 @@ bool splitByColumns(Kernel &kernel, Value *v) {
   return ok;
 }
 
-std::optional<FusedLoop> matchFusedLoop(Kernel &kernel, FusedMismatch &mismatch) {
+std::optional<FusedLoop> matchFusedLoop(Kernel &kernel, ScheduleMismatch &mismatch) {
   auto no = [&](const Op *at, std::string why) -> std::optional<FusedLoop> {
     mismatch = {at, std::move(why)};
     return std::nullopt;
@@ -416,7 +417,7 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel, FusedMismatch &mismatch)
       if (r->type.isRegister() && splitByColumns(kernel, r.get()))
         f.split.insert(r.get());
   });
-  std::optional<FusedMismatch> misfit; // the first register tile the warpgroups cannot split
+  std::optional<ScheduleMismatch> misfit; // the first register tile the warpgroups cannot split
   int mmas = 0;
   walk(kernel.body, [&](Op &op) {
     if (op.kind == OpKind::Mma)
@@ -428,24 +429,24 @@ std::optional<FusedLoop> matchFusedLoop(Kernel &kernel, FusedMismatch &mismatch)
       bool family = t.layout.kind == LayoutKind::Acc || t.layout.kind == LayoutKind::AccRow ||
                     t.layout.kind == LayoutKind::OperandA || t.layout.kind == LayoutKind::AccCol;
       if (!family)
-        misfit = FusedMismatch{&op, "this tile is neither a product's result or operand nor a vector of one"};
+        misfit = ScheduleMismatch{&op, "this tile is neither a product's result or operand nor a vector of one"};
       // A column vector spans a tile's columns, which every warp holds whole.
       else if (int warps = t.layout.warpsM * t.layout.warpsN;
                t.layout.kind != LayoutKind::AccCol && t.shape[0] != 16 * warps)
-        misfit = FusedMismatch{&op, fmt::format("this tile has {} rows where each of the kernel's {} warps needs 16 "
-                                                "(a 64-row tile may have fewer where the warpgroups can split its "
-                                                "columns: not carried by the loop, its rows not reduced, not a "
-                                                "product's first operand in registers)",
-                                                t.shape[0], warps)};
+        misfit = ScheduleMismatch{&op, fmt::format("this tile has {} rows where each of the kernel's {} warps needs "
+                                                   "16 (a 64-row tile may have fewer where the warpgroups can split "
+                                                   "its columns: not carried by the loop, its rows not reduced, not a "
+                                                   "product's first operand in registers)",
+                                                   t.shape[0], warps)};
       else if (t.layout.warpsN != 1)
-        misfit = FusedMismatch{&op, fmt::format("this tile is split among the warps by columns too ({} by {} warps), "
-                                                "which wgmma's warpgroups do not do",
-                                                t.layout.warpsM, t.layout.warpsN)};
+        misfit = ScheduleMismatch{&op, fmt::format("this tile is split among the warps by columns too ({} by {} "
+                                                   "warps), which wgmma's warpgroups do not do",
+                                                   t.layout.warpsM, t.layout.warpsN)};
       else if (f.warps == 0)
         f.warps = t.layout.warpsM;
       else if (f.warps != t.layout.warpsM)
-        misfit = FusedMismatch{&op, fmt::format("this tile is spread over {} warps, others over {}",
-                                                t.layout.warpsM, f.warps)};
+        misfit = ScheduleMismatch{&op, fmt::format("this tile is spread over {} warps, others over {}",
+                                                   t.layout.warpsM, f.warps)};
     }
   });
   if (mmas == 0)
@@ -668,7 +669,7 @@ private:
   /// False after reporting a pipeline whose two stages do not fit.
   bool runOnKernel(Kernel &kernel, const Target &target, DiagnosticEngine &diags) {
     std::vector<GemmLoop> found;
-    FusedMismatch gemmMismatch; // a GEMM loop's product that wgmma cannot run
+    ScheduleMismatch gemmMismatch; // a GEMM loop's product that wgmma cannot run
     int mmas = 0;
     walk(kernel.body, [&](Op &op) {
       if (op.kind == OpKind::Mma)
@@ -679,7 +680,7 @@ private:
     });
     if (found.size() != 1 || mmas != static_cast<int>(found.front().products.size()) ||
         !onlyAccumulatorLayouts(kernel, found.front())) {
-      FusedMismatch mismatch;
+      ScheduleMismatch mismatch;
       auto f = matchFusedLoop(kernel, mismatch);
       if (f) {
         FusedBudget b = budgetOf(*f, target);

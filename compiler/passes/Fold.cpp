@@ -9,6 +9,7 @@
 // replaces the op: it is made only where the dropped operands can hold no
 // padding that the replacement does not hold too.
 #include "passes/Pass.h"
+#include "passes/IndexBounds.h"
 #include "passes/PassUtils.h"
 #include "runtime/tkc_int.h"
 

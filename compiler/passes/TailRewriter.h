@@ -8,6 +8,7 @@
 // carried-padding rule), TailMasks.cpp (the masks before reductions and
 // contractions) and TailLimits.cpp (the limits those compute).
 #include "ir/IR.h"
+#include "passes/IndexBounds.h"
 #include "passes/PassUtils.h"
 
 #include <compare>

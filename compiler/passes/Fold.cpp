@@ -226,7 +226,7 @@ private:
           continue; // a dropped dim has no tile axis
         const Dim &dim = global->type.dims[d];
         const Value *offset = def->operands[1 + d];
-        if (!provablyInBounds(kernel_, dim, sizes[d], offset) || !provablyNonNegative(offset))
+        if (!provablyInBounds(kernel_, dim, sizes[d], offset) || !provablyNonNegative(kernel_, offset))
           addReason(result, {.dim = &dim, .offset = offset, .axis = axis});
         ++axis;
       }

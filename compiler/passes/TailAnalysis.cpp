@@ -38,6 +38,7 @@ void unite(Padding &into, const Padding &from) {
     for (const BoundTerm &term : padding.terms)
       addTerm(it->second, term);
     it->second.origins.insert(padding.origins.begin(), padding.origins.end());
+    it->second.beyondOrigins = it->second.beyondOrigins || padding.beyondOrigins;
     it->second.carriers.insert(padding.carriers.begin(), padding.carriers.end());
     it->second.knownZero = it->second.knownZero && padding.knownZero;
   }
@@ -140,9 +141,43 @@ void TailRewriter::absorb(Padding &into, int64_t axis, const AxisPadding &paddin
   AxisPadding limit = it == into.end() ? AxisPadding{} : it->second;
   limit.terms = {BoundTerm{.order = order_.at(&loop), .loop = &loop, .iterArg = i, .axis = axis}};
   limit.origins.insert(padding.origins.begin(), padding.origins.end());
+  limit.beyondOrigins = limit.beyondOrigins || padding.beyondOrigins;
   limit.carriers.insert(padding.carriers.begin(), padding.carriers.end());
   limit.knownZero = false;
   into[axis] = std::move(limit);
+}
+
+/// Whether the axis `padding` describes provably holds a valid element in
+/// every run: its limits are all loads' ends, of slices that cannot start
+/// before their tensors and provably start before their ends (a GEMM's
+/// step of K, a row-batched loop's rows).
+bool TailRewriter::provablyNonEmpty(const AxisPadding &padding) const {
+  return std::all_of(padding.terms.begin(), padding.terms.end(), [&](const BoundTerm &term) {
+    return term.load && !mayStartBeforeTensor(*term.load, term.globalDim) &&
+           provablyStartsInside(kernel_, globalDimOf(*term.load, term.globalDim), offsetOf(*term.load, term.globalDim));
+  });
+}
+
+/// Where the axis that `reduction` reduces of `input` may hold padding only,
+/// the result's elements are all padding: a term on `resultAxis` that is
+/// everything or nothing, unless the axis provably holds a valid element.
+void TailRewriter::addEmptyAxisTerm(Padding &result, int64_t resultAxis, const Op &reduction, const Value *input,
+                                    int64_t reducedAxis) {
+  const Padding &padding = paddingOf(input);
+  auto it = padding.find(reducedAxis);
+  if (it == padding.end() || provablyNonEmpty(it->second))
+    return;
+  Op *op = const_cast<Op *>(&reduction);
+  BoundTerm term{.order = order_.at(op),
+                 .reduction = op,
+                 .reducedInput = input,
+                 .reducedAxis = reducedAxis,
+                 .extent = reduction.result()->type.shape[resultAxis]};
+  AxisPadding &into = result[resultAxis];
+  addTerm(into, term);
+  into.carriers.insert(it->second.carriers.begin(), it->second.carriers.end());
+  into.knownZero = false;
+  into.beyondOrigins = true;
 }
 
 Padding TailRewriter::transfer(const Op &op) {
@@ -206,6 +241,7 @@ Padding TailRewriter::transfer(const Op &op) {
     size_t kept = op.result()->type.shape.size() == 2 ? 1 : 0;
     if (auto it = input.find(1 - op.intAttr("axis")); it != input.end())
       result[kept] = withoutZeroKnowledge(it->second);
+    addEmptyAxisTerm(result, kept, op, op.operands[0], op.intAttr("axis"));
     return result;
   }
   case OpKind::Mma: {
@@ -217,6 +253,8 @@ Padding TailRewriter::transfer(const Op &op) {
       result[0] = withoutZeroKnowledge(it->second);
     if (auto it = b.find(op.intAttr("trans_b") ? 0 : 1); it != b.end())
       result[1] = withoutZeroKnowledge(it->second);
+    addEmptyAxisTerm(result, 0, op, op.operands[0], op.intAttr("trans_a") ? 0 : 1);
+    addEmptyAxisTerm(result, 1, op, op.operands[1], op.intAttr("trans_b") ? 1 : 0);
     unite(result, withoutZeroKnowledge(paddingOf(op.operands[2])));
     return result;
   }

@@ -35,7 +35,7 @@ void setChecked(const Kernel &kernel, Op &op) {
     }
     int64_t size = d < sizes.size() ? sizes[d] : 0;
     checked.push_back(provablyInBounds(kernel, global.dims[d], size, offset) ? 0 : 1);
-    checkedLow.push_back(provablyNonNegative(offset) ? 0 : 1);
+    checkedLow.push_back(provablyNonNegative(kernel, offset) ? 0 : 1);
   }
   op.attrs["checked"] = Attr(checked);
   // Slices that may start before the tensor: most kernels have none, and

@@ -12,6 +12,8 @@ namespace tkc::passes::tail {
 /// Whether the value a term stands for is defined outside `loop`, so that
 /// it holds at the top of every iteration and after the loop.
 bool availableOutside(const BoundTerm &term, const Op &loop) {
+  if (term.reduction)
+    return !isInside(*term.reduction, loop);
   if (term.load)
     return !isInside(*term.load, loop);
   if (term.afterLoop)
@@ -129,7 +131,9 @@ Limits TailRewriter::limitsOf(Builder &builder, const Dim &dim, Value *offset, b
 Limits TailRewriter::materialize(const BoundTerm &term) {
   if (auto it = bounds_.find(term); it != bounds_.end())
     return it->second;
-  Limits result = term.load ? materializeLoad(term) : materializeCarried(term);
+  Limits result = term.load        ? materializeLoad(term)
+                  : term.reduction ? materializeNonEmpty(term)
+                                   : materializeCarried(term);
   bounds_[term] = result;
   return result;
 }
@@ -142,6 +146,34 @@ Limits TailRewriter::materializeLoad(const BoundTerm &term) {
   Builder builder(*load.parent, std::next(positionOf(load)));
   builder.setLoc(load.loc);
   return limitsOf(builder, dim, offset, mayStartBeforeTensor(load, term.globalDim));
+}
+
+/// The extent of the limited axis where the reduced axis holds a valid
+/// element, else 0, computed right before the reduction: with the reduced
+/// axis's limits high and (maybe) low offset over its extent E, the count
+/// of valid elements min(E, high) + min(0, low offset), clamped to 0 or 1
+/// and scaled.
+Limits TailRewriter::materializeNonEmpty(const BoundTerm &term) {
+  Op &reduction = *term.reduction;
+  const Padding &input = paddingOf(term.reducedInput);
+  auto it = input.find(term.reducedAxis);
+  if (it == input.end())
+    return {};
+  Limits reduced = combine(it->second, reduction);
+  if (!reduced.high)
+    return {};
+  Builder builder(*reduction.parent, positionOf(reduction));
+  builder.setLoc(reduction.loc);
+  Type i32 = Type::scalar(DType::I32);
+  int64_t reducedExtent = term.reducedInput->type.shape[term.reducedAxis];
+  Value *count = builder.value(OpKind::Min, {builder.constInt(reducedExtent), reduced.high}, i32);
+  if (reduced.lowOffset)
+    count = builder.value(OpKind::Add, {count, builder.value(OpKind::Min, {builder.constInt(0), reduced.lowOffset}, i32)},
+                          i32);
+  Value *any = builder.value(OpKind::Min, {builder.value(OpKind::Max, {count, builder.constInt(0)}, i32),
+                                           builder.constInt(1)},
+                             i32);
+  return {.high = builder.value(OpKind::Mul, {any, builder.constInt(term.extent)}, i32), .lowOffset = nullptr};
 }
 
 /// The limits a loop carries for one axis of one iter arg: i32 iter args

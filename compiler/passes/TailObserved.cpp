@@ -4,13 +4,17 @@
 // a consumer (the carried-padding rule then applies to them).
 #include "passes/TailRewriter.h"
 
+#include <algorithm>
+
 namespace tkc::passes::tail {
 
-/// Whether every padded element of the stored tile falls outside the
-/// store's tensor: its padding comes from loads of the same dims at the
-/// same offsets. Otherwise the padded elements are written, and they must
-/// hold what the language defines there.
-bool TailRewriter::storeDropsPadding(const Op &store) {
+/// Whether every padded element of the stored tile that comes from a load
+/// falls outside the store's tensor: that padding comes from loads of the
+/// same dims at the same offsets. Otherwise the padded elements are
+/// written, and they must hold what the language defines there (a
+/// reduction's identity, which the reductions they come from give where
+/// they mask their kept axes too).
+bool TailRewriter::storeDropsLoadPadding(const Op &store) {
   std::vector<int64_t> sizes = store.listAttr("sizes");
   const Padding &padding = paddingOf(store.operands[1]);
   int64_t tileAxis = 0;
@@ -27,13 +31,23 @@ bool TailRewriter::storeDropsPadding(const Op &store) {
   return true;
 }
 
+/// Whether the store writes no padded element at all: also none of the
+/// results of reducing only padding, which lie inside the tensor. (Those
+/// hold the reduction's identity already; what the carried-padding rule
+/// keeps there is what a store would show.)
+bool TailRewriter::storeDropsPadding(const Op &store) {
+  const Padding &padding = paddingOf(store.operands[1]);
+  return storeDropsLoadPadding(store) &&
+         std::none_of(padding.begin(), padding.end(), [](const auto &entry) { return entry.second.beyondOrigins; });
+}
+
 /// A reduction over elements that are all padding gives its identity
 /// (a product, its accumulator): where such results are written, the
 /// reductions they come from mask their kept axes too.
 void TailRewriter::findObservedReductions() {
   std::vector<const Value *> work;
   walk(kernel_.body, [&](Op &op) {
-    if (op.kind == OpKind::Store && !paddingOf(op.operands[1]).empty() && !storeDropsPadding(op))
+    if (op.kind == OpKind::Store && !paddingOf(op.operands[1]).empty() && !storeDropsLoadPadding(op))
       work.push_back(op.operands[1]);
   });
   std::set<const Value *> seen;

@@ -37,10 +37,12 @@ bool mayStartBeforeTensor(const Op &load, unsigned globalDim);
 
 // --- padding ---------------------------------------------------------------
 
-/// One limit on the valid elements along a tile axis: either dim - offset of
-/// one global dim of one load, or the limit a loop carries for one axis of
-/// one of its iter args (inside the body, or after the loop). Materialised
-/// only when a mask needs it.
+/// One limit on the valid elements along a tile axis: dim - offset of one
+/// global dim of one load; the limit a loop carries for one axis of one of
+/// its iter args (inside the body, or after the loop); or all or nothing,
+/// by whether the axis a reduction or product reduces holds any valid
+/// element (the result of reducing only padding is padding). Materialised
+/// only when a mask or select needs it.
 struct BoundTerm {
   /// The program position of `load` or `loop`, compared first: sets of
   /// terms then iterate in program order, not by address, and the limits
@@ -52,6 +54,13 @@ struct BoundTerm {
   size_t iterArg = 0;
   int64_t axis = 0;
   bool afterLoop = false;
+  /// The reduce or mma whose reduced axis may be all padding, the operand
+  /// that axis belongs to and its number, and the extent of the result's
+  /// axis that the term limits (the limit is that extent or 0).
+  Op *reduction = nullptr;
+  const Value *reducedInput = nullptr;
+  int64_t reducedAxis = 0;
+  int64_t extent = 0;
   auto operator<=>(const BoundTerm &) const = default;
 };
 
@@ -73,6 +82,9 @@ struct Carrier {
 struct AxisPadding {
   std::set<BoundTerm> terms;   ///< the valid elements are those inside every term
   std::set<Origin> origins;    ///< where the padding comes from (for stores)
+  /// Some padding comes from no load's bounds: a reduction's results over
+  /// only padding, which lie inside any tensor they are stored to.
+  bool beyondOrigins = false;
   std::set<Carrier> carriers;  ///< the iter args it went through unselected
   bool knownZero = false;      ///< the padding holds zeros, as a load leaves it
   bool operator==(const AxisPadding &) const = default;
@@ -113,8 +125,12 @@ private:
   void analyzeLoop(Op &loop);
   void absorb(Padding &into, int64_t axis, const AxisPadding &padding, Op &loop, size_t i) const;
   Padding transfer(const Op &op);
+  void addEmptyAxisTerm(Padding &result, int64_t resultAxis, const Op &reduction, const Value *input,
+                        int64_t reducedAxis);
+  bool provablyNonEmpty(const AxisPadding &padding) const;
 
   // TailObserved.cpp
+  bool storeDropsLoadPadding(const Op &store);
   bool storeDropsPadding(const Op &store);
   void findObservedReductions();
   std::set<Carrier> observedCarriers();
@@ -143,6 +159,7 @@ private:
   Limits materialize(const BoundTerm &term);
   Limits materializeLoad(const BoundTerm &term);
   Limits materializeCarried(const BoundTerm &term);
+  Limits materializeNonEmpty(const BoundTerm &term);
   static Value *addCarried(Op &loop, Value *init, const std::string &name, Value *&result);
   Value *parameterNamed(const std::string &name);
 

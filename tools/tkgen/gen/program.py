@@ -27,10 +27,7 @@ ALL_FEATURES = frozenset(FEATURES) | frozenset(SKELETONS)
 # Features that a known compiler bug breaks (tools/tkgen/README.md): left
 # out by default, so that CI stays green and `tkgen.py --seed S --start I`
 # gives the kernel CI ran; `--avoid=` tries everything.
-# carried_padding: a column sum over rows that are all past the tensor's end
-# in some iterations, reduced and carried, differs after `tail` (seed 1,
-# kernel 35; test/interp/padded-colsum-carried.test).
-KNOWN_BROKEN = "carried_padding"
+KNOWN_BROKEN = ""
 
 
 def kernel_rng(seed, index):

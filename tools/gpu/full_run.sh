@@ -17,6 +17,9 @@
 # Usage: tools/gpu/full_run.sh [--parts gen,lineinfo,bench,python] [--programs N] [--seed S]
 #                              [--gen-seconds S] [--bench-seconds S] [--build DIR]
 set -uo pipefail
+# Progress and failures reach the logs as they happen, also from a part
+# that its time limit cuts short.
+export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/../.." || exit 2
 parts=gen,lineinfo,bench,python programs=1000 seed=$(($(date +%s) % 100000)) gen_seconds=300 bench_seconds=200
 build=build

@@ -112,6 +112,14 @@ class Workload:
         returning the first leaf's."""
         import torch
 
+        # A compiled forward's backward may free ("donate") buffers it saved,
+        # which the repeated backward of one graph (retain_graph) needs.
+        try:
+            import torch._functorch.config as functorch_config
+            functorch_config.donated_buffer = False
+        except (ImportError, AttributeError):
+            pass
+
         def run(inp):
             key = "_graph_" + tag
             if key not in inp:

@@ -51,6 +51,7 @@
 //     +3.6% in two runs (-2% at 16k in both), and the backward's dK/dV
 //     kernel gains 2-5%; hence a hint.)
 //   * `persistent(0)` keeps any kernel's grid.
+#include "ir/Registers.h"
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
@@ -109,10 +110,23 @@ int64_t plannedSharedBytes(Kernel &kernel) {
 
 /// Blocks of the kernel that share a multiprocessor: as many as intended
 /// for its consumers where its shared bytes fit that many times
-/// (hopper-layout sized the pipeline for it), else one.
+/// (hopper-layout sized the pipeline for it) and its register tiles fit
+/// the registers a thread then has, else one. The launch bound of that many
+/// blocks caps every thread's registers when ptxas compiles the kernel
+/// (setmaxnreg moves registers between the roles only as it runs): a tile
+/// that takes the whole cap alone (a 64 x 256 f32 accumulator, 128
+/// registers a thread, under two blocks' 128) does not compile, and tiles
+/// well over it spill. The count is an estimate, and a little over the cap
+/// is no sign of spills (attention backward's dQ loop at D = 128 counts 130
+/// and compiles to 128 without any).
 int blocksPerMultiprocessor(Kernel &kernel, const Target &target) {
   int blocks = intendedBlocksPerSm(kernel.warps - 4);
   if (blocks == 1)
+    return 1;
+  int64_t threadCap = target.registersPerSm / (int64_t(blocks) * kernel.warps * Target::kWarpSize);
+  ir::RegisterPeak peak = ir::peakLiveRegisters(kernel);
+  int64_t largest = peak.largest ? ir::threadRegisters(peak.largest->type) : 0;
+  if (largest >= threadCap || peak.registers > threadCap + threadCap / 4)
     return 1;
   return plannedSharedBytes(kernel) <= target.sharedMemoryPerBlock(blocks) ? blocks : 1;
 }

@@ -164,7 +164,7 @@ Machine::Status Machine::checkUntestedBounds(const Op &op, const Tensor &t, cons
     if (lo < 0 || hi > t.dims[d]) {
       bool high = hi > t.dims[d];
       return fail(op, DiagId::InterpUncheckedOutside, ir::mnemonicOf(op.kind), high ? hi - 1 : lo, d,
-                  nameOf(op.operands[op.kind == OpKind::AsyncLoad ? 3 : 0]), t.dims[d],
+                  nameOf(op.operands[op.kind == OpKind::AsyncLoad || op.kind == OpKind::WarpCopy ? 3 : 0]), t.dims[d],
                   high ? "checked" : "checked_low");
     }
   }

@@ -132,6 +132,44 @@ std::vector<int64_t> Machine::sliceBase(Context &ctx, const Op &op, size_t first
   return base;
 }
 
+/// The code generator tests an access's bounds only along the dims the tail
+/// pass flags (`checked` for the high end, `checked_low` for the low one; a
+/// gather tests its indices itself). An element is accessed where every
+/// tested dim holds it inside; if such an element lies outside an untested
+/// dim, the GPU would read or write memory outside the tensor, which the
+/// interpreter's own bounds handling would hide.
+Machine::Status Machine::checkUntestedBounds(const Op &op, const Tensor &t, const std::vector<int64_t> &base) {
+  if (!op.hasAttr("checked"))
+    return Status::Next;
+  std::vector<int64_t> sizes = op.listAttr("sizes"), checked = op.listAttr("checked");
+  std::vector<int64_t> checkedLow = op.hasAttr("checked_low") ? op.listAttr("checked_low") : std::vector<int64_t>{};
+  int64_t gathered = op.kind == OpKind::Gather ? op.intAttr("axis") : -1;
+  size_t dims = std::min({t.dims.size(), base.size(), sizes.size(), checked.size()});
+  // The part of each dim's range that passes the tests.
+  std::vector<std::pair<int64_t, int64_t>> passing(dims);
+  for (size_t d = 0; d < dims; ++d) {
+    int64_t lo = base[d], hi = base[d] + std::max<int64_t>(sizes[d], 1);
+    if (int64_t(d) == gathered)
+      lo = 0, hi = 1;
+    if (checked[d])
+      hi = std::min(hi, t.dims[d]);
+    if (d < checkedLow.size() && checkedLow[d])
+      lo = std::max<int64_t>(lo, 0);
+    if (lo >= hi)
+      return Status::Next; // every element fails a test
+    passing[d] = {lo, hi};
+  }
+  for (size_t d = 0; d < dims; ++d) {
+    auto [lo, hi] = passing[d];
+    if (lo < 0 || hi > t.dims[d]) {
+      bool high = hi > t.dims[d];
+      return fail(op, DiagId::InterpUncheckedOutside, ir::mnemonicOf(op.kind), high ? hi - 1 : lo, d,
+                  nameOf(op.operands[op.kind == OpKind::AsyncLoad || op.kind == OpKind::WarpCopy ? 3 : 0]), t.dims[d],
+                  high ? "checked" : "checked_low");
+    }
+  }
+  return Status::Next;
+}
 
 void Machine::multiply(RValue &a, RValue &b, RValue &c, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                        RValue &out) {
@@ -283,7 +321,10 @@ Machine::Status Machine::execLoad(Context &ctx, const Op &op) {
   const Type &type = op.result()->type;
   RValue r = newTile(type);
   const Tensor &t = tensors_[get(ctx, op.operands[0]).global];
-  forSlice(op, t, sliceBase(ctx, op, 1, t), count(type.shape), [&](int64_t i, int64_t at) {
+  std::vector<int64_t> base = sliceBase(ctx, op, 1, t);
+  if (checkUntestedBounds(op, t, base) == Status::Failed)
+    return Status::Failed;
+  forSlice(op, t, base, count(type.shape), [&](int64_t i, int64_t at) {
     (*r.tile)[i] = at < 0 ? 0.0 : t.data[at];
     if (at < 0)
       markPad(r, i);
@@ -309,6 +350,8 @@ Machine::Status Machine::execGather(Context &ctx, const Op &op) {
   for (size_t d = 0; d < t.dims.size(); ++d)
     if (d != axis)
       base[d] = static_cast<int64_t>(get(ctx, op.operands[1 + d]).scalar);
+  if (checkUntestedBounds(op, t, base) == Status::Failed)
+    return Status::Failed;
   for (int64_t i = 0; i < type.shape[0]; ++i) {
     std::vector<int64_t> at = base;
     bool padded = indexPad && indexPad[i];
@@ -335,7 +378,10 @@ Machine::Status Machine::execStore(Context &ctx, const Op &op) {
   const Value *tile = op.operands[1];
   const std::vector<double> &values = data(get(ctx, tile));
   bool accumulate = op.hasAttr("accumulate");
-  forSlice(op, t, sliceBase(ctx, op, 2, t), count(tile->type.shape), [&](int64_t i, int64_t at) {
+  std::vector<int64_t> base = sliceBase(ctx, op, 2, t);
+  if (checkUntestedBounds(op, t, base) == Status::Failed)
+    return Status::Failed;
+  forSlice(op, t, base, count(tile->type.shape), [&](int64_t i, int64_t at) {
     if (at >= 0)
       t.data[at] = roundTo(t.dtype, accumulate ? t.data[at] + values[i] : values[i]);
   });
@@ -503,6 +549,8 @@ Machine::Status Machine::execAsyncLoad(Context &ctx, const Op &op) {
   copy.global = get(ctx, op.operands[3]).global;
   copy.base = sliceBase(ctx, op, 4, tensors_[copy.global]);
   copy.zeroFill = get(ctx, op.operands[2]).scalar == 0;
+  if (!copy.zeroFill && checkUntestedBounds(op, tensors_[copy.global], copy.base) == Status::Failed)
+    return Status::Failed;
   ++b.copiesInFlight[stage];
   ctx.asyncOpen.push_back(std::move(copy));
   return Status::Next;

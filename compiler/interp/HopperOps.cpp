@@ -262,7 +262,10 @@ Machine::Status Machine::execWarpCopy(Context &ctx, const Op &op) {
   const Tensor &t = tensors_[global.global];
   if (op.operands.size() != 4 + t.dims.size())
     return fail(op, DiagId::InterpMalformedOp, "warp_copy", "it needs one offset per tensor dim");
-  return startCopy(ctx, op, global.global, sliceBase(ctx, op, 4, t), "copy", kWarpLanes);
+  std::vector<int64_t> base = sliceBase(ctx, op, 4, t);
+  if (checkUntestedBounds(op, t, base) == Status::Failed)
+    return Status::Failed;
+  return startCopy(ctx, op, global.global, base, "copy", kWarpLanes);
 }
 
 Machine::Status Machine::checkTmaStrides(const Op &op, const Tensor &t, const Value *global) {

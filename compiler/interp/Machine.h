@@ -379,6 +379,9 @@ private:
   }
   /// The offsets of a load, store or copy into its tensor.
   std::vector<int64_t> sliceBase(Context &ctx, const ir::Op &op, size_t firstOffset, const Tensor &t);
+  /// Fails where the access reaches outside its tensor along a dim whose
+  /// `checked` (or `checked_low`) flag says that it needs no bounds test.
+  Status checkUntestedBounds(const ir::Op &op, const Tensor &t, const std::vector<int64_t> &base);
   Status landAsyncGroup(Context &ctx, std::vector<BulkCopy> &group);
   double symbolValue(const std::string &symbol) const;
 

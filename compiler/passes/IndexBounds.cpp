@@ -205,13 +205,19 @@ bool provablyStartsInside(const Kernel &kernel, const Dim &dim, const Value *off
   return false;
 }
 
-/// offset is `mul(x, c)` or `mul(c, x)` with c a multiple of `size`.
-static bool isScaledByMultipleOf(const Value *offset, int64_t size) {
-  const Op *def = offset->definingOp;
-  if (!def || def->kind != OpKind::Mul)
+/// offset is x * c (c a multiple of `size`) with x below a constant B such
+/// that (B - 1) * c + size <= `dimSize`: a loop counter, or a block index on
+/// a grid axis of constant extent, that cannot take the slice past the end.
+/// (A slice past the end is legal, as padding: the grid or loop may run
+/// past a static dim, and its accesses must then be tested.)
+static bool scaledIndexEndsInside(const Kernel &kernel, const Value *offset, int64_t size, int64_t dimSize) {
+  auto scaled = asScaledIndex(offset);
+  if (!scaled || scaled->second % size != 0)
     return false;
-  for (const Value *factor : def->operands)
-    if (auto c = constantIntOf(factor); c && *c % size == 0)
+  std::vector<const Value *> bounds;
+  addStrictUpperBounds(kernel, scaled->first, bounds, 0);
+  for (const Value *bound : bounds)
+    if (auto count = constantIntOf(bound); count && *count >= 1 && (*count - 1) * scaled->second + size <= dimSize)
       return true;
   return false;
 }
@@ -249,9 +255,9 @@ bool provablyInBounds(const Kernel &kernel, const Dim &dim, int64_t size, const 
     return false;
   if (c)
     return *c >= 0 && *c % size == 0 && *c + size <= dim.size;
-  // A tile-aligned offset into a dim that tiles exactly: the launch grid is
-  // assumed to cover the tensor, not to run past it.
-  return isScaledByMultipleOf(offset, size);
+  // A tile-aligned offset into a dim that tiles exactly, by an index whose
+  // constant bound keeps the slice inside.
+  return scaledIndexEndsInside(kernel, offset, size, dim.size);
 }
 
 } // namespace tkc::passes

@@ -51,6 +51,7 @@
 //     +3.6% in two runs (-2% at 16k in both), and the backward's dK/dV
 //     kernel gains 2-5%; hence a hint.)
 //   * `persistent(0)` keeps any kernel's grid.
+#include "ir/Registers.h"
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
@@ -109,10 +110,25 @@ int64_t plannedSharedBytes(Kernel &kernel) {
 
 /// Blocks of the kernel that share a multiprocessor: as many as intended
 /// for its consumers where its shared bytes fit that many times
-/// (hopper-layout sized the pipeline for it), else one.
+/// (hopper-layout sized the pipeline for it) and no register tile takes a
+/// thread's whole share of the register file at that many blocks, else one.
+/// ptxas compiles each instruction to the launch bound's share (128
+/// registers a thread for two blocks of 256 threads) even after setmaxnreg
+/// raised the consumers' count: the wgmma that writes a 64 x 256 f32
+/// accumulator, 128 registers a thread, then does not compile ("Insufficient
+/// registers"), while tiles of fewer registers each may add up to more (the
+/// attention backward's dK/dV kernel at D = 128 uses 249 without spills).
 int blocksPerMultiprocessor(Kernel &kernel, const Target &target) {
   int blocks = intendedBlocksPerSm(kernel.warps - 4);
   if (blocks == 1)
+    return 1;
+  int64_t threadShare = target.registersPerSm / (int64_t(blocks) * kernel.warps * Target::kWarpSize);
+  int64_t largest = 0;
+  walk(kernel.body, [&](Op &op) {
+    for (auto &r : op.results)
+      largest = std::max(largest, ir::threadRegisters(r->type));
+  });
+  if (largest >= threadShare)
     return 1;
   return plannedSharedBytes(kernel) <= target.sharedMemoryPerBlock(blocks) ? blocks : 1;
 }

@@ -29,6 +29,13 @@ if os.path.exists(config.nvcc) and not os.environ.get("TKC_SKIP_NVCC"):
 if os.path.exists(os.path.join(config.tkc_obj_root, "test", "tkc-unittests")):
     config.available_features.add("unittests")
 
+# tkc-emu (tools/emu) builds sm_80 output with the host's C++ compiler and
+# runs it on the CPU against tkc-interp.
+if shutil.which(os.environ.get("CXX", "g++")):
+    config.available_features.add("emu")
+    config.substitutions.append(("%emu_check", "python3 %s --build %s" % (
+        os.path.join(config.tkc_src_root, "tools", "emu", "check.py"), config.tkc_obj_root)))
+
 # A Python that can build and install the tkc package offline (pip, and
 # setuptools with wheel, since it installs without build isolation).
 import subprocess

@@ -38,9 +38,11 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tools" / "tkgen"))
+sys.path.insert(0, str(REPO / "tools" / "emu"))
 
 import run as tkgen_run  # noqa: E402  (tools/tkgen/run.py)
 import tkc_gpu as tg  # noqa: E402
+from launch import compare  # noqa: E402  (tools/emu/launch.py: the emulated runs compare alike)
 from gen.program import ALL_FEATURES, pick_runs  # noqa: E402
 
 # Features whose CUDA is known to differ from the interpreter, which CI's
@@ -122,36 +124,6 @@ def prepare(args, target, seed, findings, counts):
 
 
 TORCH_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16", "i32": "int32"}
-ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "i32": 4}
-
-
-def decode(dtype, raw):
-    """The values of raw little-endian elements (what tkc-interp writes)."""
-    n = len(raw) // ELEMENT_BYTES[dtype]
-    if dtype == "bf16":
-        return list(struct.unpack(f"<{n}f", b"".join(b"\0\0" + raw[i:i + 2] for i in range(0, len(raw), 2))))
-    return list(struct.unpack(f"<{n}{ {'f32': 'f', 'f16': 'e', 'i32': 'i'}[dtype]}", raw))
-
-
-def compare(got_raw, ref_raw, dtype, tol):
-    """(ok, detail) of one output against the reference: NaN in the same
-    places, infinities equal, the rest within `tol` of the largest finite
-    reference magnitude (i32: equal)."""
-    got, ref = decode(dtype, got_raw), decode(dtype, ref_raw)
-    if len(got) != len(ref):
-        return False, f"{len(got)} elements, the reference {len(ref)}"
-    scale = max([abs(r) for r in ref if math.isfinite(r)] + [1e-30])
-    worst, where = 0.0, None
-    for i, (g, r) in enumerate(zip(got, ref)):
-        if math.isnan(g) != math.isnan(r) or (math.isinf(r) or math.isinf(g)) and g != r:
-            return False, f"element {i}: {g} where the reference has {r}"
-        if math.isfinite(r) and abs(g - r) / scale > worst:
-            worst, where = abs(g - r) / scale, i
-    if where is None:
-        return True, "equal"
-    limit = 0 if dtype == "i32" else tol
-    detail = f"largest relative difference {worst:.3g} (element {where}: {got[where]} vs {ref[where]})"
-    return worst <= limit, detail
 
 
 def to_cuda(torch, raw, dtype, dims):

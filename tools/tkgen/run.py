@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Generated-program check: tkc, nvcc and tkc-interp on tkgen's kernels.
+"""Generated-program check: tkc, nvcc, tkc-interp and tkc-emu on tkgen's kernels.
 
 Generates PROGRAMS kernels (files of BATCH kernels, so that one nvcc run
 compiles many), and for each target compiles every file with tkc, the CUDA
 with nvcc (device code through ptxas), and runs tkc-interp on each kernel
-at odd sizes (it checks every pass against the lowered IR). Anything that
-fails is a finding: its kernel is written alone to OUT/failures/ with the
-command that reproduces it, and the run fails.
+at odd sizes (it checks every pass against the lowered IR). The sm_80 CUDA
+also runs on the CPU under tkc-emu (tools/emu) on the interpreter's inputs,
+and must give its results. Anything that fails is a finding: its kernel is
+written alone to OUT/failures/ with the command that reproduces it, and the
+run fails.
 
   tools/tkgen/run.py --build build                        # CI defaults
   tools/tkgen/run.py --build build --programs 40 --seed 3 --targets sm_80
@@ -27,7 +29,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO / "tools" / "emu"))
 
+import build as emu_build  # noqa: E402  (tools/emu/build.py)
+import launch as emu_launch  # noqa: E402  (tools/emu/launch.py)
 from gen.program import ALL_FEATURES, KNOWN_BROKEN, generate_file, pick_runs  # noqa: E402
 NVCC_ARCH = {"sm_80": "-gencode=arch=compute_80,code=sm_80", "sm_90a": "-gencode=arch=compute_90a,code=sm_90a"}
 
@@ -44,7 +49,8 @@ def parse_args(argv):
     ap.add_argument("--runs", type=int, default=2, help="tkc-interp runs (sizes) per kernel and target")
     ap.add_argument("--avoid", default=KNOWN_BROKEN, help=f"features to leave out (default: {KNOWN_BROKEN or 'none'})")
     ap.add_argument("--no-nvcc", action="store_true", help="skip the nvcc step")
-    ap.add_argument("--no-interp", action="store_true", help="skip the tkc-interp step")
+    ap.add_argument("--no-interp", action="store_true", help="skip the tkc-interp step (and the emulated runs)")
+    ap.add_argument("--no-emu", action="store_true", help="skip the emulated runs of the sm_80 CUDA (tools/emu)")
     ap.add_argument("--nvcc", default=os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc"))
     ap.add_argument("--nvcc-flags", default="-Xcicc -O1 -Xptxas -O0",
                     help="extra nvcc flags (the default halves the time of nvcc's defaults and still runs ptxas)")
@@ -212,6 +218,19 @@ def interp_step(args, batch, target, entry, run_spec, seed, extra=()):
     return rc, " ".join(cmd) + "\n" + log
 
 
+def emu_build_step(batch, cu):
+    """The batch's sm_80 CUDA built for tkc-emu: (library, None) or (None, log)."""
+    try:
+        return emu_build.build(cu, cu.with_suffix(".emu.so")), None
+    except emu_build.EmuBuildError as e:
+        return None, str(e)
+
+
+def emu_step(library, runs):
+    """The emulated runs of one library; their results."""
+    return emu_launch.run_library(library, runs)
+
+
 def main(argv=None):
     args = parse_args(argv)
     t0 = time.time()
@@ -223,8 +242,8 @@ def main(argv=None):
     findings = Findings(out / "failures", features)
     batches = [Batch(args.seed, s, min(args.batch, args.programs - s), features, out)
                for s in range(0, args.programs, args.batch)]
-    counts = {"programs": args.programs, "kernels": 0, "nvcc": 0, "nvcc_seconds": 0.0, "interp": 0}
-    times = {"compile": 0.0, "interp": 0.0}
+    counts = {"programs": args.programs, "kernels": 0, "nvcc": 0, "nvcc_seconds": 0.0, "interp": 0, "emu": 0}
+    times = {"compile": 0.0, "interp": 0.0, "emu": 0.0}
     with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for target in targets:
             for b in batches:
@@ -236,27 +255,56 @@ def main(argv=None):
             counts["kernels"] += sum(len(b.indices) for b, cu in zip(batches, cus) if cu)
             if not args.no_interp:
                 t = time.time()
+                emulate = target == "sm_80" and not args.no_emu
+                libraries = {b: pool.submit(emu_build_step, b, cu) for b, cu in zip(batches, cus) if cu and emulate}
                 jobs = []
                 rng = random.Random(f"runs:{args.seed}:{target}")
                 for b, cu in zip(batches, cus):
                     if cu is None:
                         continue
                     for i, entry in zip(b.indices, b.manifest):
-                        for spec in pick_runs(entry, rng, args.runs, target):
-                            jobs.append((b, i, spec, pool.submit(interp_step, args, b, target, entry, spec, rng.randrange(1000))))
-                for b, i, spec, fut in jobs:
+                        for n, spec in enumerate(pick_runs(entry, rng, args.runs, target)):
+                            folder = out / "emu" / f"gen{b.seed}x{i}.{n}"
+                            extra = [f"--save-inputs={folder}/in", f"--outputs={folder}/ref"] if emulate else []
+                            jobs.append((b, i, spec, folder, pool.submit(interp_step, args, b, target, entry, spec,
+                                                                         rng.randrange(1000), extra)))
+                emu_runs = {}
+                for b, i, spec, folder, fut in jobs:
                     rc, log = fut.result()
                     counts["interp"] += 1
                     if rc:
                         findings.add("tkc-interp", target, b.seed, i, log)
+                    elif emulate:
+                        emu_runs.setdefault(b, []).append({"kernel": spec["kernel"], "dir": str(folder),
+                                                           "consts": spec["consts"], "index": i,
+                                                           "sizes": spec["sizes"]})
                 times["interp"] += time.time() - t
+                t = time.time()
+                emu_jobs = []
+                for b, runs in emu_runs.items():
+                    library, log = libraries[b].result()
+                    if library is None:
+                        for i in sorted({r["index"] for r in runs}):
+                            findings.add("tkc-emu", target, b.seed, i, log)
+                        continue
+                    emu_jobs.append((b, pool.submit(emu_step, library, runs)))
+                for b, fut in emu_jobs:
+                    for r in fut.result():
+                        counts["emu"] += 1
+                        if not r["ok"]:
+                            findings.add("tkc-emu", target, b.seed, r["index"],
+                                         f"tools/emu/check.py {b.single(r['index'])} --kernel={r['kernel']} "
+                                         f"--size={','.join(f'{k}={v}' for k, v in r['sizes'].items())}\n"
+                                         f"error: {r['detail']}\n")
+                times["emu"] += time.time() - t
     counts["nvcc_seconds"] = round(counts["nvcc_seconds"], 1)
     summary = {**counts, "failures": len(findings.items), "seconds": round(time.time() - t0, 1),
                **{f"{k}_seconds": round(v, 1) for k, v in times.items()}}
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(f"tkgen: {counts['programs']} programs x {len(targets)} targets: {counts['kernels']} kernels compiled, "
-          f"{counts['nvcc']} nvcc runs, {counts['interp']} interpreter runs, {len(findings.items)} failures "
-          f"({summary['seconds']} s: tkc + nvcc {summary['compile_seconds']}, interp {summary['interp_seconds']})")
+          f"{counts['nvcc']} nvcc runs, {counts['interp']} interpreter runs, {counts['emu']} emulated runs, "
+          f"{len(findings.items)} failures ({summary['seconds']} s: tkc + nvcc {summary['compile_seconds']}, "
+          f"interp {summary['interp_seconds']}, emu {summary['emu_seconds']})")
     return 1 if findings.items else 0
 
 

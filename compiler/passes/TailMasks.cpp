@@ -1,6 +1,7 @@
 // The masks of the tail pass: padding replaced by each consumer's identity
 // (zero, -inf, inf) right before the reductions and mma contractions that
-// would see it, one mask per value, axis and block.
+// would see it, one mask per value, axis and block; and padded indices of a
+// gather replaced by -1, which reads as 0.
 #include "passes/TailRewriter.h"
 
 #include <limits>
@@ -16,7 +17,48 @@ void TailRewriter::maskBlock(Block &block) {
       maskReduceInput(op);
     else if (op.kind == OpKind::Mma)
       maskContraction(op);
+    else if (op.kind == OpKind::Gather)
+      maskGatherIndices(op);
   }
+}
+
+/// An element of a gather is padding where its index is, and padding reads
+/// as 0 wherever it is written; but the index's own padding holds 0, a
+/// valid index, so the gather would read the indexed dimension's first
+/// element there. Padded indices become -1 instead, which reads as 0 (an
+/// index outside the dimension), unless the gather's own slice ends where
+/// the indices do (`X[r +: 4, t]` with `t = load(T[r +: 4])`, T's and X's
+/// rows the same dim): those elements read as 0 already.
+void TailRewriter::maskGatherIndices(Op &gather) {
+  int64_t axis = gather.intAttr("axis");
+  Value *indices = gather.operands[1 + axis];
+  Padding padding = paddingOf(indices);
+  auto it = padding.find(0);
+  if (it == padding.end() || sliceEndsWithIndices(gather, it->second))
+    return;
+  Value *result = masked(gather, indices, 0, it->second, -1.0);
+  padding_[result] = padding;
+  gather.operands[1 + axis] = result;
+}
+
+/// Whether a checked slice of `gather` ends at every limit of the padding of
+/// its indices: the same dim of the same extent at the same offset as each
+/// load it comes from.
+bool TailRewriter::sliceEndsWithIndices(const Op &gather, const AxisPadding &indexPadding) const {
+  if (indexPadding.beyondOrigins)
+    return false;
+  std::vector<int64_t> sizes = gather.listAttr("sizes"), checked = gather.listAttr("checked");
+  int64_t axis = gather.intAttr("axis");
+  for (auto [load, globalDim] : indexPadding.origins) {
+    bool covered = false;
+    for (unsigned d = 0; d < sizes.size() && !covered; ++d)
+      covered = int64_t(d) != axis && sizes[d] != 0 && d < checked.size() && checked[d] &&
+                globalDimOf(gather, d) == globalDimOf(*load, globalDim) &&
+                sameScalar(offsetOf(gather, d), offsetOf(*load, globalDim));
+    if (!covered)
+      return false;
+  }
+  return true;
 }
 
 void TailRewriter::maskReduceInput(Op &reduce) {

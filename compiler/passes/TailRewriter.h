@@ -147,6 +147,8 @@ private:
   void maskBlock(Block &block);
   void maskReduceInput(Op &reduce);
   void maskContraction(Op &mma);
+  void maskGatherIndices(Op &gather);
+  bool sliceEndsWithIndices(const Op &gather, const AxisPadding &indexPadding) const;
   Value *maskedCastInput(Value *value, int64_t axis);
   Value *masked(Op &consumer, Value *value, int64_t axis, const AxisPadding &padding, double fill);
 

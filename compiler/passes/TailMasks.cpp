@@ -148,7 +148,9 @@ Value *TailRewriter::masked(Op &consumer, Value *value, int64_t axis, const Axis
     Value *index = builder.value(OpKind::Iota, {}, value->type.withDType(DType::I32), {{"axis", Attr(axis)}});
     Value *position = builder.value(OpKind::Add, {index, limits.lowOffset}, index->type);
     Value *inside = builder.value(OpKind::Ge, {position, builder.constInt(0)}, index->type.withDType(DType::I1));
-    result = builder.value(OpKind::Select, {inside, result, builder.constFloat(fill, value->type.dtype)}, value->type);
+    Value *outside = isFloat(value->type.dtype) ? builder.constFloat(fill, value->type.dtype)
+                                                : builder.constInt(int64_t(fill)); // a gather's indices
+    result = builder.value(OpKind::Select, {inside, result, outside}, value->type);
   }
   masks_[key] = result;
   return result;

@@ -94,6 +94,15 @@ struct WarpExchange {
   unsigned char slot[32][64] = {};
 };
 
+/// Who last wrote and read a byte of shared memory, and in which barrier
+/// generation: two threads' accesses to a byte, one a write, with no
+/// __syncthreads between them are a race.
+struct ByteAccess {
+  static constexpr uint16_t kNobody = 0xffff, kSeveral = 0xfffe;
+  uint16_t writer = kNobody, reader = kNobody;
+  unsigned write_generation = 0, read_generation = 0;
+};
+
 struct Block {
   uint3 index{};
   dim3 dim, grid;
@@ -101,6 +110,7 @@ struct Block {
   std::vector<WarpExchange> warps;
   unsigned char *shared = nullptr;
   size_t shared_bytes = 0;
+  std::vector<ByteAccess> accesses; ///< one a byte of `shared`
   unsigned arrived = 0, generation = 0, alive = 0;
   std::function<void()> body;
 };
@@ -225,6 +235,68 @@ inline unsigned char *shared_at(uint32_t address, size_t bytes, const char *what
   return b.shared + (address - kSharedBase);
 }
 
+[[noreturn]] inline void race(const char *what, uint32_t address, unsigned thread, const char *earlier,
+                              unsigned other) {
+  Block &b = block();
+  fail("block (%u, %u, %u): %s by thread %u at shared byte %lld, which thread %u %s with no __syncthreads between",
+       b.index.x, b.index.y, b.index.z, what, thread, (long long)address - kSharedBase, other, earlier);
+}
+
+/// TKC_EMU_NO_RACE_CHECK=1 turns the race check off (stale data still shows).
+inline bool race_check() {
+  static const bool on = [] {
+    const char *off = std::getenv("TKC_EMU_NO_RACE_CHECK");
+    return !off || !*off || std::strcmp(off, "0") == 0;
+  }();
+  return on;
+}
+
+/// `bytes` at `address` that thread `thread` reads, checked for a write by
+/// another thread since the last barrier.
+inline unsigned char *shared_read(uint32_t address, size_t bytes, const char *what, unsigned thread) {
+  unsigned char *p = shared_at(address, bytes, what);
+  Block &b = block();
+  if (!race_check())
+    return p;
+  for (size_t i = 0; i < bytes; ++i) {
+    ByteAccess &a = b.accesses[address - kSharedBase + i];
+    if (a.writer != ByteAccess::kNobody && a.writer != thread && a.write_generation == b.generation)
+      race(what, address + i, thread, "wrote", a.writer);
+    if (a.read_generation != b.generation || a.reader == ByteAccess::kNobody)
+      a.reader = uint16_t(thread);
+    else if (a.reader != thread)
+      a.reader = ByteAccess::kSeveral;
+    a.read_generation = b.generation;
+  }
+  return p;
+}
+
+/// `bytes` at `address` that thread `thread` writes, checked for an access
+/// by another thread since the last barrier.
+inline unsigned char *shared_write(uint32_t address, size_t bytes, const char *what, unsigned thread) {
+  unsigned char *p = shared_at(address, bytes, what);
+  Block &b = block();
+  if (!race_check())
+    return p;
+  for (size_t i = 0; i < bytes; ++i) {
+    ByteAccess &a = b.accesses[address - kSharedBase + i];
+    if (a.writer != ByteAccess::kNobody && a.writer != thread && a.write_generation == b.generation)
+      race(what, address + i, thread, "wrote", a.writer);
+    if (a.reader != ByteAccess::kNobody && a.reader != thread && a.read_generation == b.generation)
+      race(what, address + i, thread, "read", a.reader == ByteAccess::kSeveral ? thread + 1 : a.reader);
+    a.writer = uint16_t(thread);
+    a.write_generation = b.generation;
+  }
+  return p;
+}
+
+inline unsigned char *shared_read(uint32_t address, size_t bytes, const char *what) {
+  return shared_read(address, bytes, what, linear_thread());
+}
+inline unsigned char *shared_write(uint32_t address, size_t bytes, const char *what) {
+  return shared_write(address, bytes, what, linear_thread());
+}
+
 inline uint32_t shared_address_of(const void *pointer) {
   Block &b = block();
   const unsigned char *p = static_cast<const unsigned char *>(pointer);
@@ -236,7 +308,7 @@ inline uint32_t shared_address_of(const void *pointer) {
 // --- asynchronous copies ---------------------------------------------------------
 
 inline void perform(const AsyncCopy &copy) {
-  unsigned char *dst = shared_at(copy.dst, copy.bytes, "cp.async");
+  unsigned char *dst = shared_write(copy.dst, copy.bytes, "cp.async");
   if (copy.src_bytes < 0 || copy.src_bytes > copy.bytes)
     fail("cp.async of %d bytes reading %d", copy.bytes, copy.src_bytes);
   if (copy.src_bytes > 0)
@@ -431,6 +503,7 @@ inline void run_grid(const void *kernel, dim3 grid, dim3 block_dim, size_t share
         std::memset(storage.data(), 0xA5, storage.size());
         b.shared = storage.data();
         b.shared_bytes = shared_bytes;
+        b.accesses.assign(shared_bytes, ByteAccess{});
         b.body = body;
         run_block(b);
       }

@@ -32,12 +32,12 @@ inline void check_shared_alignment(uint32_t address, size_t bytes, const char *w
 template <class T> T load_shared(uint32_t address, const char *what) {
   check_shared_alignment(address, sizeof(T), what);
   T v;
-  std::memcpy(&v, ::tkc_emu::shared_at(address, sizeof(T), what), sizeof(T));
+  std::memcpy(&v, ::tkc_emu::shared_read(address, sizeof(T), what), sizeof(T));
   return v;
 }
 template <class T> void store_shared(uint32_t address, const T &v, const char *what) {
   check_shared_alignment(address, sizeof(T), what);
-  std::memcpy(::tkc_emu::shared_at(address, sizeof(T), what), &v, sizeof(T));
+  std::memcpy(::tkc_emu::shared_write(address, sizeof(T), what), &v, sizeof(T));
 }
 inline uint16_t half_bits(uint32_t packed, int which) { return uint16_t(packed >> (which * 16)); }
 } // namespace emu_detail
@@ -82,14 +82,14 @@ inline void st_shared_b32(uint32_t addr, uint32_t value) { emu_detail::store_sha
 inline void st_shared_v2_b32(uint32_t addr, uint32_t lo, uint32_t hi) {
   const uint32_t v[2] = {lo, hi};
   emu_detail::check_shared_alignment(addr, 8, "st.shared.v2.b32");
-  std::memcpy(::tkc_emu::shared_at(addr, 8, "st.shared.v2.b32"), v, 8);
+  std::memcpy(::tkc_emu::shared_write(addr, 8, "st.shared.v2.b32"), v, 8);
 }
 inline void st_shared_v4_b32(uint32_t addr, uint4 v) { emu_detail::store_shared(addr, v, "st.shared.v4.b32"); }
 inline float ld_shared_f32(uint32_t addr) { return emu_detail::load_shared<float>(addr, "ld.shared.f32"); }
 inline void ld_shared_f32x2(uint32_t addr, float &a, float &b) {
   emu_detail::check_shared_alignment(addr, 8, "ld.shared.v2.f32");
   float v[2];
-  std::memcpy(v, ::tkc_emu::shared_at(addr, 8, "ld.shared.v2.f32"), 8);
+  std::memcpy(v, ::tkc_emu::shared_read(addr, 8, "ld.shared.v2.f32"), 8);
   a = v[0], b = v[1];
 }
 
@@ -108,9 +108,10 @@ inline void ldmatrix(uint32_t *out, int count, bool trans, uint32_t addr, const 
     uint16_t e[2];
     for (int h = 0; h < 2; ++h) {
       const unsigned row = trans ? 2 * (l % 4) + h : l / 4, col = trans ? l / 4 : 2 * (l % 4) + h;
-      const uint32_t row_address = rows[j * 8 + row];
+      const unsigned giver = j * 8 + row; // the lane whose address names the row
+      const uint32_t row_address = rows[giver];
       check_shared_alignment(row_address, 16, what);
-      e[h] = load_shared<uint16_t>(row_address + col * 2, what);
+      std::memcpy(&e[h], ::tkc_emu::shared_read(row_address + col * 2, 2, what, ::tkc_emu::linear_thread() - l + giver), 2);
     }
     out[j] = uint32_t(e[0]) | uint32_t(e[1]) << 16;
   }

@@ -60,6 +60,8 @@ inline uint8_t small_from_float(float f, const SmallFloat &t) {
     return t.nan_code;
   const uint8_t sign = std::signbit(f) ? 0x80 : 0;
   double a = std::fabs(double(f));
+  if (a >= t.largest) // infinities too
+    return sign | t.largest_code;
   const int min_exponent = 1 - t.bias; // of the normal numbers
   int e = a > 0 ? std::ilogb(a) : min_exponent;
   if (e < min_exponent)

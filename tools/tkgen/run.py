@@ -51,6 +51,8 @@ def parse_args(argv):
     ap.add_argument("--no-nvcc", action="store_true", help="skip the nvcc step")
     ap.add_argument("--no-interp", action="store_true", help="skip the tkc-interp step (and the emulated runs)")
     ap.add_argument("--no-emu", action="store_true", help="skip the emulated runs of the sm_80 CUDA (tools/emu)")
+    ap.add_argument("--emu-sanitize", action="store_true",
+                    help="build the emulated kernels with AddressSanitizer and UBSan (slower; catches reads past a tensor)")
     ap.add_argument("--nvcc", default=os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc"))
     ap.add_argument("--nvcc-flags", default="-Xcicc -O1 -Xptxas -O0",
                     help="extra nvcc flags (the default halves the time of nvcc's defaults and still runs ptxas)")
@@ -218,17 +220,19 @@ def interp_step(args, batch, target, entry, run_spec, seed, extra=()):
     return rc, " ".join(cmd) + "\n" + log
 
 
-def emu_build_step(batch, cu):
+def emu_build_step(batch, cu, sanitize):
     """The batch's sm_80 CUDA built for tkc-emu: (library, None) or (None, log)."""
     try:
-        return emu_build.build(cu, cu.with_suffix(".emu.so")), None
+        return emu_build.build(cu, cu.with_suffix(".emu.so"), sanitize=sanitize), None
     except emu_build.EmuBuildError as e:
         return None, str(e)
 
 
-def emu_step(library, runs):
-    """The emulated runs of one library; their results."""
-    return emu_launch.run_library(library, runs)
+def emu_step(args, batch, library, runs):
+    """The emulated runs of one library; their results. Every other file runs
+    its blocks' warps (and lanes) last first, so that CI tries both orders."""
+    order = "reverse" if (batch.start // args.batch) % 2 else "forward"
+    return emu_launch.run_library(library, runs, order=order, sanitized=args.emu_sanitize)
 
 
 def main(argv=None):
@@ -256,7 +260,8 @@ def main(argv=None):
             if not args.no_interp:
                 t = time.time()
                 emulate = target == "sm_80" and not args.no_emu
-                libraries = {b: pool.submit(emu_build_step, b, cu) for b, cu in zip(batches, cus) if cu and emulate}
+                libraries = {b: pool.submit(emu_build_step, b, cu, args.emu_sanitize)
+                             for b, cu in zip(batches, cus) if cu and emulate}
                 jobs = []
                 rng = random.Random(f"runs:{args.seed}:{target}")
                 for b, cu in zip(batches, cus):
@@ -287,7 +292,7 @@ def main(argv=None):
                         for i in sorted({r["index"] for r in runs}):
                             findings.add("tkc-emu", target, b.seed, i, log)
                         continue
-                    emu_jobs.append((b, pool.submit(emu_step, library, runs)))
+                    emu_jobs.append((b, pool.submit(emu_step, args, b, library, runs)))
                 for b, fut in emu_jobs:
                     for r in fut.result():
                         counts["emu"] += 1

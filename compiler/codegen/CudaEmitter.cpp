@@ -13,21 +13,47 @@ namespace tkc::codegen {
 using namespace ir;
 
 namespace {
-/// Tiles that need more registers than a thread has compile, but ptxas
-/// spills them to local memory, which is slow; the warning points at the
-/// tile that takes the most (once for the specialisations of a kernel).
+/// Registers a thread of `kernel` may have, and what sets that limit (empty
+/// where it is the target's per-thread limit). A block's threads share the
+/// register file: ptxas holds them to the share of one block of
+/// `warps(...)`, the launch bound (codegen asks for one block a
+/// multiprocessor at least). Warpgroup roles reallocate it with setmaxnreg:
+/// a role's threads have the count it sets, the most of which is what the
+/// register tiles (all in the consumers' roles) may take.
+std::pair<int, std::string> threadRegisterLimit(const Kernel &kernel, const Target &target) {
+  int64_t roleRegisters = 0;
+  walk(const_cast<Block &>(kernel.body), [&](Op &op) {
+    if (op.kind == OpKind::WarpgroupRole)
+      roleRegisters = std::max(roleRegisters, op.intAttr("regs"));
+  });
+  if (roleRegisters > 0) {
+    int limit = static_cast<int>(std::min<int64_t>(target.maxThreadRegisters, roleRegisters));
+    return {limit, limit < target.maxThreadRegisters ? " after setmaxnreg" : ""};
+  }
+  int threads = kernel.warps * Target::kWarpSize;
+  int limit = target.threadRegisterLimit(threads);
+  return {limit, limit < target.maxThreadRegisters ? fmt::format(" in a block of {} threads", threads) : ""};
+}
+
+/// Tiles that need more registers than a thread may have compile, but
+/// ptxas spills them to local memory, which is slow; the warning points at
+/// the tile that takes the most (once for the specialisations of a kernel).
 void warnRegisterPressure(const Kernel &kernel, const Target &target, DiagnosticEngine &diags,
                           std::set<std::pair<uint32_t, uint32_t>> &warnedAt) {
   RegisterPeak peak = peakLiveRegisters(kernel);
-  if (peak.registers <= target.maxThreadRegisters || !peak.largest)
+  auto [limit, limitedBy] = threadRegisterLimit(kernel, target);
+  if (peak.registers <= limit || !peak.largest)
     return;
   const Value *tile = originOf(peak.largest);
   SourceLocation loc = tile->definingOp ? tile->definingOp->loc : kernel.loc;
   if (!warnedAt.insert({loc.line, loc.column}).second)
     return;
+  // Where the block's share sets the limit, more warps split the tiles
+  // finer but shrink the share as much.
   diags.report(loc, DiagId::RegisterPressure, kernel.sourceName.empty() ? kernel.name : kernel.sourceName,
-               peak.registers, target.maxThreadRegisters, tile->nameHint.empty() ? "a tile" : tile->nameHint,
-               threadRegisters(peak.largest->type));
+               peak.registers, limit, limitedBy, tile->nameHint.empty() ? "a tile" : tile->nameHint,
+               threadRegisters(peak.largest->type),
+               limit < target.maxThreadRegisters ? "use smaller tiles" : "use more warps or smaller tiles");
 }
 
 /// Two source kernels whose generated names meet (kernels `k` and `k_error`:

@@ -2,7 +2,7 @@
 // from its layout, and for a kernel, on the values live at once. The passes
 // that size fragments to a register budget, the code generator and its
 // register-pressure warning all count with these; what a thread may have
-// is a fact of the target (Target::maxThreadRegisters).
+// is a fact of the target (Target::threadRegisterLimit).
 #pragma once
 #include "ir/IR.h"
 

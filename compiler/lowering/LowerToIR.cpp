@@ -315,7 +315,7 @@ private:
       ir::Value *value = lower(*operandExpr);
       if (operandElem)
         value = castTo(at, value, *operandElem);
-      operands.push_back(expand(at, value, typeOf(*operandExpr), resultType.shape));
+      operands.push_back(expand(*operandExpr, value, typeOf(*operandExpr), resultType.shape));
     }
     return create(at, kind, operands, toIR(resultType));
   }
@@ -470,12 +470,12 @@ private:
   ir::Value *lowerSelect(const Expr &call) {
     const sema::Type &resultType = typeOf(call);
     const Expr &condExpr = call.operand(0);
-    ir::Value *cond = expand(call, lower(condExpr), typeOf(condExpr), resultType.shape);
+    ir::Value *cond = expand(condExpr, lower(condExpr), typeOf(condExpr), resultType.shape);
     std::vector<ir::Value *> operands{cond};
     for (size_t i = 1; i < 3; ++i) {
       const Expr &branch = call.operand(i);
       ir::Value *value = castTo(call, lower(branch), resultType.elem);
-      operands.push_back(expand(call, value, typeOf(branch), resultType.shape));
+      operands.push_back(expand(branch, value, typeOf(branch), resultType.shape));
     }
     return create(call, OpKind::Select, operands, toIR(resultType));
   }

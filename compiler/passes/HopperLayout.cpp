@@ -57,6 +57,7 @@
 //
 // Kernels with anything else (strips, other layouts, other products) are
 // left to the sm_80 path.
+#include "passes/IndexBounds.h"
 #include "passes/Pass.h"
 #include "passes/PassUtils.h"
 
@@ -170,14 +171,54 @@ std::string wgmmaStepMismatch(const GemmProduct &p, const Block &body) {
   return "";
 }
 
+/// Whether `op` is part of the selects that the tail pass puts in a loop
+/// body to keep a carried accumulator as it was where a step reads only
+/// padding: the selects themselves and the masks (element indices and
+/// their comparisons with the limits) they choose by.
+bool keepsCarriedValue(const Op &op) {
+  if (op.kind == OpKind::Select)
+    return op.hasAttr("carried");
+  return op.results.size() == 1 && !op.result()->type.isScalar() &&
+         (op.kind == OpKind::Iota || op.kind == OpKind::Lt || op.kind == OpKind::And);
+}
+
+/// The operand load of a GEMM loop's product whose slice of K may lie
+/// wholly outside its tensor, and why; null if none may. Such a step reads
+/// only padding, so the tail pass keeps the accumulator as it was with a
+/// select in the loop, which the GEMM schedule has no place for: the
+/// slices of the usual loops (`k * 64` for k in 0 .. cdiv(K, 64)) are
+/// proven to start inside their tensors and get none.
+ScheduleMismatch sliceOfKOutsideTensor(const Kernel &kernel, const GemmProduct &p) {
+  const Op &mma = *p.mma;
+  for (auto [load, transposed, isA] : {std::tuple{p.loadA, mma.intAttr("trans_a") != 0, true},
+                                       std::tuple{p.loadB, mma.intAttr("trans_b") != 0, false}}) {
+    // K is A's columns and B's rows, the other way round where transposed.
+    size_t rank = load->operands[0]->type.dims.size();
+    size_t k = isA != transposed ? rank - 1 : rank - 2;
+    const Value *start = load->operands[1 + k];
+    const Dim &dim = load->operands[0]->type.dims[k];
+    if (!passes::provablyNonNegative(kernel, start))
+      return {load, "this load's slice of K may start before the tensor's first element (its start is not proven "
+                    ">= 0), so that a step may read only padding, and the loop keeps its accumulator there with a "
+                    "select, which the GEMM schedule does not take"};
+    if (!passes::provablyStartsInside(kernel, dim, start))
+      return {load, "this load's slice of K may start past the tensor's last element (its start is not proven "
+                    "below the tensor's size), so that a step may read only padding, and the loop keeps its "
+                    "accumulator there with a select, which the GEMM schedule does not take"};
+  }
+  return {};
+}
+
 /// The loop of accumulating products that wgmma can run, or nothing: a body
 /// of operand loads, address arithmetic and products, each product adding
 /// to a carried accumulator of its own and read by nothing but the next
 /// iteration. The accumulators have one shape, so that each consumer
 /// warpgroup owns the same 64 rows of all of them. A loop of that form
 /// whose products wgmma cannot run sets `why` to the first such product and
-/// the reason.
-std::optional<GemmLoop> matchGemmLoop(Op &loop, ScheduleMismatch &why) {
+/// the reason; one that keeps its accumulators with selects where a step
+/// reads only padding, to the load whose slice of K may lie outside its
+/// tensor.
+std::optional<GemmLoop> matchGemmLoop(const Kernel &kernel, Op &loop, ScheduleMismatch &why) {
   if (loop.kind != OpKind::For || !loop.hasAttr("stages") || loop.results.empty())
     return std::nullopt;
   auto step = passes::constantIntOf(loop.operands[2]);
@@ -185,8 +226,11 @@ std::optional<GemmLoop> matchGemmLoop(Op &loop, ScheduleMismatch &why) {
     return std::nullopt;
   GemmLoop m;
   m.loop = &loop;
+  bool keeps = false; // selects that keep an accumulator, checked below
   for (auto &op : loop.body->ops) {
-    if (op->kind == OpKind::Mma) {
+    if (keepsCarriedValue(*op)) {
+      keeps = true;
+    } else if (op->kind == OpKind::Mma) {
       m.products.push_back({op.get(), op->operands[0]->definingOp, op->operands[1]->definingOp});
     } else if (op->kind == OpKind::Load) {
       if (!op->result()->type.isShared())
@@ -202,9 +246,17 @@ std::optional<GemmLoop> matchGemmLoop(Op &loop, ScheduleMismatch &why) {
   Op &yield = *body.ops.back();
   if (m.products.size() != loop.results.size())
     return std::nullopt;
+  // What an iteration yields, seen through the selects that keep it (a
+  // select of the new value or the carried one).
+  auto yielded = [&](Value *v) {
+    while (v->definingOp && v->definingOp->kind == OpKind::Select && v->definingOp->hasAttr("carried"))
+      v = v->definingOp->operands[1];
+    return v;
+  };
   std::vector<bool> taken(loop.results.size(), false);
   for (const GemmProduct &p : m.products) {
-    auto slot = std::find(yield.operands.begin(), yield.operands.end(), p.mma->result());
+    auto slot = std::find_if(yield.operands.begin(), yield.operands.end(),
+                             [&](Value *v) { return yielded(v) == p.mma->result(); });
     if (slot == yield.operands.end())
       return std::nullopt;
     size_t j = static_cast<size_t>(slot - yield.operands.begin());
@@ -222,6 +274,14 @@ std::optional<GemmLoop> matchGemmLoop(Op &loop, ScheduleMismatch &why) {
       why = {p.mma, step};
       return std::nullopt;
     }
+  }
+  if (keeps) {
+    for (const GemmProduct &p : m.products)
+      if (ScheduleMismatch outside = sliceOfKOutsideTensor(kernel, p); outside.at) {
+        why = outside;
+        break;
+      }
+    return std::nullopt;
   }
   // Each carried accumulator feeds its product alone (checked above: the
   // body holds nothing else that could read it) and each loaded tile only
@@ -675,7 +735,7 @@ private:
       if (op.kind == OpKind::Mma)
         ++mmas;
       if (op.kind == OpKind::For && op.parent == &kernel.body)
-        if (auto m = matchGemmLoop(op, gemmMismatch))
+        if (auto m = matchGemmLoop(kernel, op, gemmMismatch))
           found.push_back(*m);
     });
     if (found.size() != 1 || mmas != static_cast<int>(found.front().products.size()) ||

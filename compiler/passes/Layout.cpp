@@ -18,6 +18,7 @@
 // from shared memory, where ldmatrix transposes them; a register tile in
 // such a place gets a `convert` into shared memory right after it is
 // computed.
+#include "ir/Registers.h"
 #include "passes/Pass.h"
 
 #include <fmt/format.h>
@@ -365,7 +366,11 @@ private:
       for (auto &[link, candidate] : linked) {
         if (candidate == chosen)
           continue;
-        if (!checkShape(link->vector, candidate))
+        // Reported at the reduction or broadcast that needs the vector in
+        // the tile's layout (the vector may be carried by a loop, which
+        // would point at the loop or the kernel).
+        const Op *user = link->reduced ? link->vector->definingOp : link->tile->definingOp;
+        if (!checkShape(link->vector, candidate, user))
           return false;
         converted_.push_back({*link, candidate});
       }
@@ -411,7 +416,10 @@ private:
     return converted;
   }
 
-  bool checkShape(Value *v, Layout layout) {
+  /// Whether `v` fits `layout`; reports at `at` (else where `v` is defined)
+  /// if not.
+  bool checkShape(Value *v, Layout layout, const Op *at = nullptr) {
+    auto fail = [&](Value *v, const std::string &why) { return this->fail(v, why, at); };
     const auto &shape = v->type.shape;
     switch (layout.kind) {
     case LayoutKind::Acc:
@@ -452,9 +460,31 @@ private:
     }
   }
 
-  bool fail(Value *v, const std::string &why) {
-    SourceLocation loc = v->definingOp ? v->definingOp->loc : kernel_.loc;
-    diags_.report(loc, DiagId::NoLayoutForValue, describe(*v), why);
+  /// The value of the source that `v` stands for: for a value a loop
+  /// carries (its result, its body argument, or the tail pass's select of
+  /// it where an iteration yields padding), the value that starts it. Those
+  /// have no place in the source of their own (the loop's, or the kernel's).
+  static const Value *sourceValueOf(const Value *v) {
+    for (;;) {
+      const Op *def = v->definingOp;
+      if (def && def->kind == OpKind::Select && def->hasAttr("carried")) {
+        v = def->operands[1];
+        continue;
+      }
+      const Value *origin = originOf(v);
+      if (origin == v)
+        return v;
+      v = origin;
+    }
+  }
+
+  /// Reports at `at`, or else where `v` is defined: for a value a loop
+  /// carries, where its first value is, named as the source names it.
+  bool fail(Value *v, const std::string &why, const Op *at = nullptr) {
+    const Value *origin = sourceValueOf(v);
+    if (!at)
+      at = origin->definingOp;
+    diags_.report(at ? at->loc : kernel_.loc, DiagId::NoLayoutForValue, describe(*origin), why);
     return false;
   }
 

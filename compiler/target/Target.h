@@ -21,6 +21,9 @@ struct Target {
 
   /// Threads that execute an instruction together.
   static constexpr int kWarpSize = 32;
+  /// Registers are allocated to a warp in units of 256, 8 a thread: a
+  /// thread's count is rounded up to a multiple of 8.
+  static constexpr int kRegisterAllocationUnit = 8;
   /// Threads of a warpgroup, the unit that issues wgmma and setmaxnreg.
   static constexpr int kWarpgroupThreads = 4 * kWarpSize;
   /// Dynamic shared memory a kernel gets without opting in to more
@@ -67,6 +70,18 @@ struct Target {
   /// 16 from 32 to 256 (PTX allows from 8; codegen writes a wrapper for each
   /// width a file uses, and narrower ones never paid off).
   static bool isWgmmaWidth(int64_t n) { return n >= 32 && n <= 256 && n % 16 == 0; }
+
+  /// Registers a thread may have in a block of `threads` threads when
+  /// `blocks` such blocks share a multiprocessor's register file (the
+  /// count `__launch_bounds__(threads, blocks)` holds ptxas to): the file's
+  /// share of each thread of the block's whole warps, rounded down to the
+  /// allocation unit, and no more than a thread can have at all. 255 for a
+  /// block of up to 256 threads, 168 for 384, 128 for 512, 64 for 1024.
+  int threadRegisterLimit(int threads, int blocks = 1) const {
+    int warps = std::max(1, (threads + kWarpSize - 1) / kWarpSize);
+    int share = registersPerSm / (std::max(1, blocks) * warps * kWarpSize);
+    return std::min(maxThreadRegisters, share / kRegisterAllocationUnit * kRegisterAllocationUnit);
+  }
 
   /// Shared memory a block may use when `blocks` blocks share a
   /// multiprocessor (the system keeps 1 KiB of it per block).

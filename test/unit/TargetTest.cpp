@@ -62,8 +62,21 @@ TEST(Target, RegisterFile) {
     // A full block (1024 threads) gets 64 registers a thread, well under the
     // per-thread limit: the limit binds only for smaller blocks.
     EXPECT_EQ(t.registersPerSm / (t.maxWarps * Target::kWarpSize), 64) << name;
+    // What a block's threads may have: the per-thread limit up to 256
+    // threads, then the register file's share in whole allocation units.
+    EXPECT_EQ(t.threadRegisterLimit(32), 255) << name;
+    EXPECT_EQ(t.threadRegisterLimit(128), 255) << name;
+    EXPECT_EQ(t.threadRegisterLimit(256), 255) << name;
+    EXPECT_EQ(t.threadRegisterLimit(384), 168) << name;
+    EXPECT_EQ(t.threadRegisterLimit(512), 128) << name;
+    EXPECT_EQ(t.threadRegisterLimit(640), 96) << name;
+    EXPECT_EQ(t.threadRegisterLimit(1024), 64) << name;
+    EXPECT_EQ(t.threadRegisterLimit(500), 128) << name; // whole warps
+    EXPECT_EQ(t.threadRegisterLimit(256, 2), 128) << name;
+    EXPECT_EQ(t.threadRegisterLimit(128, 3), 168) << name;
   }
   EXPECT_EQ(Target::kWarpSize, 32);
+  EXPECT_EQ(Target::kRegisterAllocationUnit, 8);
   EXPECT_EQ(Target::kWarpgroupThreads, 128);
 }
 

@@ -1,7 +1,8 @@
 // tkc-interp: translation validation. Runs one kernel of a .tk file on the
 // CPU with the IR interpreter, right after lowering and again after every
 // pass of the pipeline, on the same random inputs, and checks that every
-// pass leaves the outputs unchanged (up to rounding).
+// pass leaves the outputs unchanged (up to rounding). Of the file it
+// compiles only that kernel, so that the others' errors do not stop it.
 //
 // Given a .tkir file it runs the kernels written there instead, the first
 // as the reference for the others: hand-written IR tests what the
@@ -325,6 +326,60 @@ bool parseSizes(std::map<std::string, int64_t> &symbols) {
   return true;
 }
 
+/// The text of a .tk file with every kernel but the one to run (its source
+/// kernel: `attn_fwd` for `attn_fwd__D64__causal0`) blanked out, so that
+/// errors and warnings of the others neither stop it nor show; all of it
+/// blanked where no kernel has that name, and the text as it is where two
+/// do (the file's errors then say so). A kernel's text runs from its
+/// `kernel` keyword to the next one. Blanking keeps every line break, so
+/// that lines and columns, and the lines that diagnostics quote, stay as
+/// in the file.
+std::string onlyKernelText(const std::string &text, const std::string &name) {
+  SourceManager probeSources;
+  uint32_t probeFile = probeSources.addBuffer(inputPath, text);
+  std::FILE *sink = std::tmpfile(); // the other kernels' lexical errors
+  if (!sink)
+    return text;
+  DiagnosticEngine probeDiags(probeSources, sink);
+  std::vector<Token> tokens = lexBuffer(probeSources, probeFile, probeDiags);
+  std::fclose(sink);
+  std::vector<size_t> lineStarts{0};
+  for (size_t i = 0; i < text.size(); ++i)
+    if (endsLine(text, i))
+      lineStarts.push_back(i + 1);
+  auto offsetOf = [&](SourceLocation loc) { return lineStarts[loc.line - 1] + loc.column - 1; };
+  // Each kernel: its name and where its text begins; the longest name that
+  // is `name` or the source kernel of a specialisation of it.
+  std::vector<std::pair<std::string, size_t>> kernels;
+  for (size_t i = 0; i + 1 < tokens.size(); ++i)
+    if (tokens[i].kind == TokenKind::KwKernel)
+      kernels.push_back({tokens[i + 1].kind == TokenKind::Identifier ? tokens[i + 1].text : "",
+                         offsetOf(tokens[i].loc)});
+  std::optional<size_t> chosen;
+  int matches = 0;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const std::string &kernel = kernels[k].first;
+    if (kernel.empty() || !(name == kernel || name.rfind(kernel + "__", 0) == 0))
+      continue;
+    if (!chosen || kernel.size() > kernels[*chosen].first.size()) {
+      chosen = k;
+      matches = 1;
+    } else if (kernel == kernels[*chosen].first) {
+      ++matches; // the same name twice: an error of the file
+    }
+  }
+  if (chosen && matches != 1)
+    return text;
+  // No kernel of that name: nothing is left, and no kernel is found.
+  size_t begin = chosen ? kernels[*chosen].second : 0;
+  size_t end = !chosen ? 0 : *chosen + 1 < kernels.size() ? kernels[*chosen + 1].second : text.size();
+  std::string only = text;
+  for (size_t i = 0; i < only.size(); ++i)
+    if ((i < begin || i >= end) && only[i] != '\n' && only[i] != '\r')
+      only[i] = ' ';
+  return only;
+}
+
 /// Runs every kernel of a .tkir file on the same inputs; the first is the
 /// reference of the others, which must take the same tensors.
 int runIRFile(SourceManager &sources, uint32_t file, DiagnosticEngine &diags,
@@ -400,6 +455,11 @@ int main(int argc, char **argv) {
   std::optional<InputFile> input = readInputFile(inputPath, diags);
   if (!input)
     return 1;
+  bool tkInput = !llvm::StringRef(inputPath).ends_with(".tkir");
+  // Of a .tk file only the kernel to run is compiled: another kernel's
+  // errors do not keep it from running.
+  if (tkInput && !kernelName.empty())
+    input->text = onlyKernelText(input->text, kernelName);
   uint32_t file = sources.addBuffer(inputPath, std::move(input->text));
   std::map<std::string, int64_t> symbols;
   if (!parseSizes(symbols) || !parseIntRanges())
@@ -412,7 +472,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "tkc-interp: error: --max-steps must be at least 1\n");
     return 1;
   }
-  if (llvm::StringRef(inputPath).ends_with(".tkir"))
+  if (!tkInput)
     return runIRFile(sources, file, diags, symbols);
 
   ast::File ast = parseFile(lexBuffer(sources, file, diags), diags);

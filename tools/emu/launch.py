@@ -141,6 +141,9 @@ def run_kernel(lib, name, folder, tol, consts=None):
         raise ValueError(f"{name} does not give every constant of the launcher ({', '.join(launcher.info.constants)})")
     params = json.loads((folder / "in" / "tensors.json").read_text())["tensors"]
     tensors = [HostTensor((folder / "in" / f"{p['name']}.bin").read_bytes(), p["dtype"], p["dims"]) for p in params]
+    lib.tkc_emu_forget_memory()
+    for t in tensors:
+        lib.tkc_emu_register_memory(ctypes.c_void_p(t.base), ctypes.c_size_t(t.bytes))
     status = launcher.raw([t.desc for t in tensors], consts, None)
     if status:
         return False, f"launcher status {status}: {launcher.error_message()}"

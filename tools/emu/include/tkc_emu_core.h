@@ -305,14 +305,39 @@ inline uint32_t shared_address_of(const void *pointer) {
   return kSharedBase + uint32_t(p - b.shared);
 }
 
+// --- global memory ------------------------------------------------------------------
+
+/// The tensors' memory, as the harness registers it: the runtime's global
+/// accesses and copies must fall inside one of these ranges (none
+/// registered: no check).
+inline std::vector<std::pair<uintptr_t, uintptr_t>> &global_ranges() {
+  static std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
+  return ranges;
+}
+
+inline void check_global(const void *pointer, size_t bytes, const char *what) {
+  const auto &ranges = global_ranges();
+  if (ranges.empty())
+    return;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(pointer), end = begin + bytes;
+  for (auto [low, high] : ranges)
+    if (begin >= low && end <= high)
+      return;
+  Block &b = block();
+  fail("%s of %zu bytes at %p, outside every tensor (block (%u, %u, %u), thread %u)", what, bytes, pointer,
+       b.index.x, b.index.y, b.index.z, linear_thread());
+}
+
 // --- asynchronous copies ---------------------------------------------------------
 
 inline void perform(const AsyncCopy &copy) {
   unsigned char *dst = shared_write(copy.dst, copy.bytes, "cp.async");
   if (copy.src_bytes < 0 || copy.src_bytes > copy.bytes)
     fail("cp.async of %d bytes reading %d", copy.bytes, copy.src_bytes);
-  if (copy.src_bytes > 0)
+  if (copy.src_bytes > 0) {
+    check_global(copy.src, copy.src_bytes, "cp.async from global memory");
     std::memcpy(dst, copy.src, copy.src_bytes);
+  }
   std::memset(dst + copy.src_bytes, 0, copy.bytes - copy.src_bytes);
 }
 
@@ -529,3 +554,13 @@ Launch<Params...> launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_
 }
 
 } // namespace tkc_emu
+
+// The harness's entry points (tools/emu/launch.py), in the library each
+// build makes of one .cu file.
+extern "C" __attribute__((visibility("default"), used)) void tkc_emu_register_memory(const void *data, size_t bytes) {
+  const uintptr_t low = reinterpret_cast<uintptr_t>(data);
+  ::tkc_emu::global_ranges().emplace_back(low, low + bytes);
+}
+extern "C" __attribute__((visibility("default"), used)) void tkc_emu_forget_memory() {
+  ::tkc_emu::global_ranges().clear();
+}

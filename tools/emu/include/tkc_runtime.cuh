@@ -63,14 +63,18 @@ template <int Pending> void cp_async_wait() { ::tkc_emu::wait_group(Pending); }
 
 // --- reductions into global memory (blocks and threads never overlap here) -------
 
-inline void red_add_f32(float *p, float v) { *p += v; }
 inline void red_add_f32_if(bool pred, float *p, float v) {
-  if (pred)
+  if (pred) {
+    emu_detail::check_alignment(p, 4, "a reduction");
+    ::tkc_emu::check_global(p, 4, "a reduction");
     *p += v;
+  }
 }
+inline void red_add_f32(float *p, float v) { red_add_f32_if(true, p, v); }
 inline void red_add_f32x2_if(bool pred, float *p, float a, float b) {
   if (pred) {
     emu_detail::check_alignment(p, 8, "a two-float reduction");
+    ::tkc_emu::check_global(p, 8, "a two-float reduction");
     p[0] += a, p[1] += b;
   }
 }
@@ -233,12 +237,14 @@ inline void transpose_quad(uint32_t (&v)[4]) {
 
 template <class T> T load_global(const void *ptr, const char *what) {
   emu_detail::check_alignment(ptr, sizeof(T), what);
+  ::tkc_emu::check_global(ptr, sizeof(T), what);
   T v;
   std::memcpy(&v, ptr, sizeof(T));
   return v;
 }
 template <class T> void store_global(void *ptr, const T &v, const char *what) {
   emu_detail::check_alignment(ptr, sizeof(T), what);
+  ::tkc_emu::check_global(ptr, sizeof(T), what);
   std::memcpy(ptr, &v, sizeof(T));
 }
 inline uint4 load_global_16(const void *ptr) { return load_global<uint4>(ptr, "a 16-byte global load"); }

@@ -228,7 +228,10 @@ void KernelEmitter::emitMask(const Op &op) {
   out_.open(fmt::format("TKC_UNROLL for (int x = 0; x < {}; ++x)", f.count()));
   std::string index = maskedIndex(op, f);
   out_.line("{}", f.decompose("x", index));
-  out_.line("if ({} >= {}) {}[x] = {}({});", index, bound, name(result), cType(result->type.dtype), fillLiteral(op));
+  // An integer tile (a gather's indices) takes an integer fill.
+  std::string fill = isFloat(result->type.dtype) ? fmt::format("{}({})", cType(result->type.dtype), fillLiteral(op))
+                                                 : CExpr::integer(int64_t(op.floatAttr("fill"))).str();
+  out_.line("if ({} >= {}) {}[x] = {};", index, bound, name(result), fill);
   out_.close();
   out_.close();
 }

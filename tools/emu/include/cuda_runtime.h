@@ -3,6 +3,7 @@
 // API that its launchers call, on the CPU (see tkc_emu_core.h).
 #pragma once
 #include "tkc_emu_core.h"
+#include "tkc_emu_floats.h"
 
 #include <math.h>
 #include <type_traits>
@@ -45,16 +46,8 @@ inline bool __all_sync(unsigned mask, bool predicate) {
   return true;
 }
 
-inline unsigned __float_as_uint(float f) {
-  unsigned u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float __uint_as_float(unsigned u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+inline unsigned __float_as_uint(float f) { return ::tkc_emu::float_bits(f); }
+inline float __uint_as_float(unsigned u) { return ::tkc_emu::bits_float(u); }
 inline int __float_as_int(float f) { return int(__float_as_uint(f)); }
 
 inline size_t __cvta_generic_to_shared(const void *pointer) { return ::tkc_emu::shared_address_of(pointer); }

@@ -213,24 +213,17 @@ template <typename T> T half_of(uint32_t packed, int which) {
   return v;
 }
 
-/// As the runtime's: lane q of each quad ends up with column q.
+/// Lane q of each quad ends up with column q of the 4 x 4 matrix whose row
+/// r lane r held: computed from that definition, not from the runtime's
+/// shuffles, so that a slip in those would show.
 inline void transpose_quad(uint32_t (&v)[4]) {
-  const int lane = threadIdx.x % 32;
-  const bool odd_pair = lane & 2, odd = lane & 1;
-  uint32_t r0 = __shfl_xor_sync(0xffffffffu, odd_pair ? v[0] : v[2], 2);
-  uint32_t r1 = __shfl_xor_sync(0xffffffffu, odd_pair ? v[1] : v[3], 2);
-  if (odd_pair) {
-    v[0] = r0, v[1] = r1;
-  } else {
-    v[2] = r0, v[3] = r1;
-  }
-  r0 = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[1], 1);
-  r1 = __shfl_xor_sync(0xffffffffu, odd ? v[2] : v[3], 1);
-  if (odd) {
-    v[0] = r0, v[2] = r1;
-  } else {
-    v[1] = r0, v[3] = r1;
-  }
+  struct Row {
+    uint32_t v[4];
+  } all[32];
+  ::tkc_emu::warp_gather("transpose_quad", Row{{v[0], v[1], v[2], v[3]}}, all);
+  const unsigned l = ::tkc_emu::lane(), quad = l & ~3u, q = l & 3u;
+  for (unsigned r = 0; r < 4; ++r)
+    v[r] = all[quad + r].v[q];
 }
 
 // --- global memory --------------------------------------------------------------------

@@ -75,9 +75,12 @@ else
 fi
 
 # 500 programs, each for both targets, in files of 100 kernels per nvcc run:
-# about 4 minutes on 2 cores, nvcc most of it (tools/tkgen/README.md).
+# about 4 minutes on 2 cores, nvcc most of it (tools/tkgen/README.md); then
+# their sm_80 CUDA on the CPU (tools/emu), built with AddressSanitizer so
+# that a read past a tensor through a plain pointer is caught too, about 2
+# minutes more.
 echo "== phase 4: generated programs (tools/tkgen/run.py)"
-if tools/tkgen/run.py --build build --programs "${TKGEN_PROGRAMS:-500}" --seed "${TKGEN_SEED:-1}"; then
+if tools/tkgen/run.py --build build --programs "${TKGEN_PROGRAMS:-500}" --seed "${TKGEN_SEED:-1}" --emu-sanitize; then
   :
 else
   status=1

@@ -236,19 +236,20 @@ std::string headerGuard(const std::string &path) {
 /// or null; for --emit=ast and --emit=ir, the text to print in `printed`.
 std::unique_ptr<ir::Module> lowerForTarget(ast::File &file, const Target &target, DiagnosticEngine &diags,
                                            std::optional<std::string> &printed) {
-  if (!sema::checkFile(file, diags, target.computeCapability) || diags.hasErrors())
-    return nullptr;
-  if (emitKind == EmitKind::Ast) {
-    printed = ast::dumpAST(file);
-    return nullptr;
-  }
-
+  // The other kernels are dropped before the checks: their errors do not
+  // stop the one asked for.
   if (!kernelName.empty()) {
     std::erase_if(file.kernels, [](const ast::Kernel &kernel) { return kernel.name != kernelName.getValue(); });
     if (file.kernels.empty()) {
       diags.report({}, DiagId::KernelNotFound, kernelName.getValue());
       return nullptr;
     }
+  }
+  if (!sema::checkFile(file, diags, target.computeCapability) || diags.hasErrors())
+    return nullptr;
+  if (emitKind == EmitKind::Ast) {
+    printed = ast::dumpAST(file);
+    return nullptr;
   }
 
   // Every pass is needed for correct CUDA: without tail, smem-plan or

@@ -4,10 +4,12 @@ runs its kernels on the CPU (tools/emu/include: the emulated runtime).
 
 The launchers keep their C ABI (docs/abi.md), so the library is called as
 the nvcc-built one is, with host memory standing in for device memory. The
-source is compiled as C++ after two rewrites that C++ cannot express as a
+source is compiled as C++ after rewrites that C++ cannot express as a
 header: a launch `kernel<<<grid, block, shared, stream>>>(args)` becomes a
-call of tkc_emu::launch, and the block's `extern __shared__` array becomes
-a pointer to the block's shared memory.
+call of tkc_emu::launch, the block's `extern __shared__` array becomes a
+pointer to the block's shared memory, and element accesses through a
+generic pointer into shared memory (`static_cast<float *>(
+__cvta_shared_to_generic(slot))[i]`) become the emulator's checked ones.
 
   tools/emu/build.py OUT.cu -o OUT.so [--sanitize] [--cxx g++]
 """
@@ -26,6 +28,10 @@ REPO = HERE.parents[1]
 
 LAUNCH = re.compile(r"\b(\w+)<<<(.*?)>>>\(")
 SHARED = re.compile(r"extern __shared__ (?:__align__\(\d+\) )?unsigned char (\w+)\[\];")
+# Shared memory through a generic pointer, as codegen writes it for small
+# vectors: routed through the emulator's checked accesses.
+GENERIC_STORE = re.compile(r"static_cast<([\w:]+) \*>\(__cvta_shared_to_generic\((\w+)\)\)\[([^\[\]]*)\] = ([^;]*);")
+GENERIC_LOAD = re.compile(r"static_cast<const ([\w:]+) \*>\(__cvta_shared_to_generic\((\w+)\)\)\[([^\[\]]*)\]")
 
 
 class EmuBuildError(RuntimeError):
@@ -37,6 +43,11 @@ def rewrite(source):
     if '#include "tkc_hopper.cuh"' in source:
         raise EmuBuildError("this is sm_90a code (TMA, wgmma, mbarriers): tkc-emu runs sm_80 code only")
     source = SHARED.sub(r"unsigned char *const \1 = ::tkc_emu::block().shared;", source)
+    source = GENERIC_STORE.sub(r"::tkc_emu::generic_store<\1>(\2, \3, \4);", source)
+    source = GENERIC_LOAD.sub(r"::tkc_emu::generic_load<\1>(\2, \3)", source)
+    if "__cvta_shared_to_generic" in source:  # an unchecked access would hide races
+        line = next(ln for ln in source.splitlines() if "__cvta_shared_to_generic" in ln)
+        raise EmuBuildError(f"a shared-memory access through a generic pointer of a form tkc-emu does not know:\n{line}")
     return LAUNCH.sub(r"::tkc_emu::launch(\1, \2)(", source)
 
 

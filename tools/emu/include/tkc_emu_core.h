@@ -260,7 +260,10 @@ inline unsigned char *shared_read(uint32_t address, size_t bytes, const char *wh
     return p;
   for (size_t i = 0; i < bytes; ++i) {
     ByteAccess &a = b.accesses[address - kSharedBase + i];
-    if (a.writer != ByteAccess::kNobody && a.writer != thread && a.write_generation == b.generation)
+    if (a.writer == ByteAccess::kNobody)
+      fail("block (%u, %u, %u): %s by thread %u at shared byte %lld, which no thread of the block has written",
+           b.index.x, b.index.y, b.index.z, what, thread, (long long)address + i - kSharedBase);
+    if (a.writer != thread && a.write_generation == b.generation)
       race(what, address + i, thread, "wrote", a.writer);
     if (a.read_generation != b.generation || a.reader == ByteAccess::kNobody)
       a.reader = uint16_t(thread);
@@ -303,6 +306,19 @@ inline uint32_t shared_address_of(const void *pointer) {
   if (p < b.shared || p > b.shared + b.shared_bytes)
     fail("a pointer that is not into shared memory taken as a shared address");
   return kSharedBase + uint32_t(p - b.shared);
+}
+
+/// Element `index` of the `T`s at shared address `address`, written and read
+/// through a generic pointer in the CUDA (build.py rewrites those accesses).
+template <class T> void generic_store(uint32_t address, long long index, T value) {
+  std::memcpy(shared_write(uint32_t(address + index * sizeof(T)), sizeof(T), "a store through a generic pointer"),
+              &value, sizeof(T));
+}
+template <class T> T generic_load(uint32_t address, long long index) {
+  T value;
+  std::memcpy(&value, shared_read(uint32_t(address + index * sizeof(T)), sizeof(T), "a load through a generic pointer"),
+              sizeof(T));
+  return value;
 }
 
 // --- global memory ------------------------------------------------------------------

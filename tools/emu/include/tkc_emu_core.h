@@ -1,13 +1,15 @@
 // tkc-emu: runs the CUDA that tkc emits for sm_80 on the CPU, so that the
 // tests can execute emitted code where there is no GPU. Each block's
-// threads are fibers that one host thread runs in turn until they reach a
-// barrier or a warp-wide operation; warp-wide operations (shuffles,
-// ldmatrix, mma.sync) exchange their lanes' operands and compute what the
-// PTX ISA specifies for each lane. Asynchronous copies (cp.async) land only
-// when a thread waits for them, the latest moment the hardware allows, so
-// that a read of shared memory that is not ordered after its wait sees
-// stale data. Shared-memory accesses are checked against the block's
-// allocation. Blocks run one after another.
+// threads are fibers on one host thread; a warp runs until all its threads
+// wait at a barrier (or end) before the next warp starts, and warp-wide
+// operations (shuffles, ldmatrix, mma.sync) exchange their lanes' operands
+// and compute what the PTX ISA specifies for each lane. Asynchronous copies
+// (cp.async) land only when their thread waits for them, the latest moment
+// the hardware allows. Shared-memory accesses are checked against the
+// block's allocation, for reads of bytes nobody wrote and for races (two
+// threads' accesses, one a write, with no barrier between); the runtime's
+// global accesses must fall inside the tensors the harness registers.
+// Blocks run one after another.
 //
 // Only what tkc's sm_80 output uses is here; code for sm_90a (TMA, wgmma,
 // mbarriers) does not compile against it.

@@ -173,6 +173,10 @@ bool KernelEmitter::emitLoad(const Op &op) {
   std::vector<std::string> conditions;
   if (!access.guard.empty())
     conditions.push_back(access.guard);
+  // A vector shorter than a multiple of the warp has lanes past its end:
+  // they must not read (past the tile, and maybe past the tensor).
+  if (kind == LayoutKind::Vec && result->type.shape[0] % 32 != 0)
+    conditions.push_back(fmt::format("col < {}", result->type.shape[0]));
   appendRowTests(conditions, access);
   std::string all = conjunction(conditions);
   if (vectorized) {

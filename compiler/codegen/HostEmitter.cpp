@@ -3,6 +3,7 @@
 #include "codegen/Identifiers.h"
 #include "codegen/KernelEmitter.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -136,6 +137,35 @@ bool dividesIntegers(const Op &op) {
          !isFloat(op.operands[1]->type.dtype);
 }
 
+/// Prints one scalar op of the launch block as a host local named
+/// `prefix` + a number, after a check that returns an error rather than
+/// divide by a zero size; false after reporting an op the host cannot
+/// compute. `what` names the computation for those messages.
+bool emitHostScalarOp(const Op &op, std::map<const Value *, std::string> &names, const std::string &prefix, int &temp,
+                      const std::string &what, const std::string &fn, const std::string &targetName, CodeWriter &out,
+                      DiagnosticEngine &diags) {
+  std::optional<CExpr> expr = op.results.size() == 1 ? hostExpr(op, names) : std::nullopt;
+  if (!expr) {
+    diags.report(op.loc, DiagId::UnsupportedOnTarget, fmt::format("computing `{}` in {}", mnemonicOf(op.kind), what),
+                 targetName);
+    return false;
+  }
+  const Op *divisorDef = dividesIntegers(op) ? op.operands[1]->definingOp : nullptr;
+  if (divisorDef && divisorDef->kind == OpKind::Const && divisorDef->intAttr("value") == 0) {
+    diags.report(op.loc, DiagId::DivisorIsZero, mnemonicOf(op.kind));
+    return false;
+  }
+  if (dividesIntegers(op) && !(divisorDef && divisorDef->kind == OpKind::Const)) {
+    std::optional<CExpr> divisor = hostScalar(op.operands[1], names);
+    out.line("if ({} == 0) return {}_fail(TKC_ERROR_SHAPE, \"{} divides by zero (`{}` at line {})\");", divisor->str(),
+             fn, what, mnemonicOf(op.kind), op.loc.line);
+  }
+  std::string n = fmt::format("{}{}", prefix, temp++);
+  out.line("const {} {} = {};", hostCType(op.result()->type.dtype), n, expr->str());
+  names[op.result()] = n;
+  return true;
+}
+
 /// Prints the scalar ops of the launch block as host locals and returns the
 /// three grid extents (`num_sms` reads the `multiprocessors` local), or
 /// nothing after reporting an op the host cannot compute. The launcher
@@ -147,7 +177,7 @@ std::optional<std::vector<std::string>> emitGridExtents(const Kernel &k, std::ma
   int temp = 0;
   std::vector<std::string> grid{"1", "1", "1"};
   for (auto &op : k.launch.ops) {
-    if (op->kind == OpKind::Const)
+    if (op->kind == OpKind::Const || op->kind == OpKind::VariantGuard)
       continue;
     if (op->kind == OpKind::Grid) {
       for (size_t i = 0; i < 3 && i < op->operands.size(); ++i) {
@@ -164,27 +194,29 @@ std::optional<std::vector<std::string>> emitGridExtents(const Kernel &k, std::ma
       }
       continue;
     }
-    std::optional<CExpr> expr = op->results.size() == 1 ? hostExpr(*op, names) : std::nullopt;
-    if (!expr) {
-      diags.report(op->loc, DiagId::UnsupportedOnTarget,
-                   fmt::format("computing `{}` in the grid", mnemonicOf(op->kind)), targetName);
+    if (!emitHostScalarOp(*op, names, "g", temp, "the grid", fn, targetName, out, diags))
       return std::nullopt;
-    }
-    const Op *divisorDef = dividesIntegers(*op) ? op->operands[1]->definingOp : nullptr;
-    if (divisorDef && divisorDef->kind == OpKind::Const && divisorDef->intAttr("value") == 0) {
-      diags.report(op->loc, DiagId::DivisorIsZero, mnemonicOf(op->kind));
-      return std::nullopt;
-    }
-    if (dividesIntegers(*op) && !(divisorDef && divisorDef->kind == OpKind::Const)) {
-      std::optional<CExpr> divisor = hostScalar(op->operands[1], names);
-      out.line("if ({} == 0) return {}_fail(TKC_ERROR_SHAPE, \"the grid divides by zero (`{}` at line {})\");",
-               divisor->str(), fn, mnemonicOf(op->kind), op->loc.line);
-    }
-    std::string n = fmt::format("g{}", temp++);
-    out.line("const {} {} = {};", hostCType(op->result()->type.dtype), n, expr->str());
-    names[op->result()] = n;
   }
   return grid;
+}
+
+/// The launch block's variant guards, and the ops they read, in block order.
+std::vector<const Op *> guardSlice(const Kernel &k) {
+  std::set<const Op *> needed;
+  for (auto it = k.launch.ops.rbegin(); it != k.launch.ops.rend(); ++it) {
+    const Op &op = **it;
+    bool feedsGuard = op.kind == OpKind::VariantGuard;
+    for (auto &result : op.results)
+      for (const Op *user : needed)
+        feedsGuard |= std::find(user->operands.begin(), user->operands.end(), result.get()) != user->operands.end();
+    if (feedsGuard)
+      needed.insert(&op);
+  }
+  std::vector<const Op *> slice;
+  for (auto &op : k.launch.ops)
+    if (needed.count(op.get()) && op->kind != OpKind::Const)
+      slice.push_back(op.get());
+  return slice;
 }
 
 /// Kernels that need more than 48 KiB of dynamic shared memory must say so
@@ -251,6 +283,40 @@ std::map<const Value *, std::string> launchArgumentNames(const Kernel &k,
           names[arg.get()] = CExpr::integer(v, "LL").operand(Precedence::Postfix);
   }
   return names;
+}
+
+/// Picks specialisation `v` where `condition` (its static dims and
+/// constants) holds and the sizes give each constant it was compiled for:
+/// the guards' expressions are computed in a block of their own.
+bool emitGuardedChoice(const Kernel &k, size_t v, const std::string &condition,
+                       const std::map<std::string, DimPosition> &symbols, const std::string &fn,
+                       const std::string &targetName, CodeWriter &out, DiagnosticEngine &diags) {
+  std::vector<const Op *> slice = guardSlice(k);
+  out.open(fmt::format("if (variant < 0{}{})", condition.empty() ? "" : " && ", condition));
+  std::map<const Value *, std::string> names = launchArgumentNames(k, symbols);
+  std::vector<std::string> guards, picks;
+  int temp = 0;
+  for (const Op *op : slice) {
+    if (op->kind != OpKind::VariantGuard) {
+      if (!emitHostScalarOp(*op, names, "p", temp, "the choice of a specialisation", fn, targetName, out, diags))
+        return false;
+      continue;
+    }
+    std::optional<CExpr> picked = hostScalar(op->operands[0], names);
+    guards.push_back(fmt::format("{} == {}", picked->str(), op->intAttr("value")));
+    picks.push_back(fmt::format("{} = {}", op->strAttr("name"), op->intAttr("value")));
+  }
+  std::string all, joinedPicks;
+  for (size_t i = 0; i < guards.size(); ++i) {
+    all += (i ? " && " : "") + guards[i];
+    joinedPicks += (i ? ", " : "") + picks[i];
+  }
+  if (all.empty())
+    out.line("variant = {};", v);
+  else
+    out.line("if ({}) variant = {}; // {}", all, v, joinedPicks);
+  out.close();
+  return true;
 }
 
 // --- sm_90a launches: tensor maps and persistent grids ------------------------
@@ -543,7 +609,11 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
                positions[0].dim, fn, param, otherTensor->nameHint, firstTensor->nameHint);
     }
 
-  // The specialisation: the first whose static dims and constants match.
+  // The specialisation: the first whose static dims and constants match
+  // and, where the sizes pick a constant, whose guards hold.
+  bool guarded = std::any_of(variants.begin(), variants.end(), [](const LaunchVariant &variant) {
+    return !guardSlice(*variant.kernel).empty();
+  });
   out.line("int variant = -1;");
   for (size_t v = 0; v < variants.size(); ++v) {
     const Kernel &k = *variants[v].kernel;
@@ -560,6 +630,11 @@ bool emitTargetLauncher(const std::string &sourceKernel, const Target &target,
     std::string condition;
     for (size_t i = 0; i < conditions.size(); ++i)
       condition += (i ? " && " : "") + conditions[i];
+    if (guarded) {
+      if (!emitGuardedChoice(k, v, condition, symbols, fn, target.name, out, diags))
+        return false;
+      continue;
+    }
     if (condition.empty()) {
       out.line("{}variant = {};", v ? "else " : "", v);
       break;

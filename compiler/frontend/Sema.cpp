@@ -1,7 +1,10 @@
 #include "frontend/KernelChecker.h"
+#include "frontend/SemaChoices.h"
 #include "frontend/SemaDims.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include <map>
 #include <set>
@@ -9,6 +12,8 @@
 namespace tkc::sema {
 
 // --- specialisations ----------------------------------------------------------
+
+constexpr const char *kBuiltinSm = "sm";
 
 std::optional<int64_t> Specialization::lookup(const std::string &name) const {
   for (const auto &[key, value] : values)
@@ -31,24 +36,64 @@ std::string Specialization::describe() const {
   return text;
 }
 
-std::vector<Specialization> specializationsOf(const ast::Kernel &kernel, int64_t sm) {
+std::vector<Specialization> specializationsOf(const ast::Kernel &kernel, int64_t sm, size_t *uncapped) {
   Specialization plain;
   plain.sm = sm;
   std::vector<Specialization> result{plain};
+  // The compile-time values each specialisation knows so far, for the
+  // derived constants after them.
+  std::vector<std::map<std::string, int64_t>> known(1);
+  bool namesSm = std::any_of(kernel.wheres.begin(), kernel.wheres.end(),
+                             [](const ast::WhereParam &w) { return w.name == kBuiltinSm; });
+  for (const ast::Param &param : kernel.params) {
+    namesSm |= param.name == kBuiltinSm;
+    for (const ast::Dim &dim : param.dims)
+      namesSm |= dim.isSymbol() && dim.symbol == kBuiltinSm;
+  }
+  if (!namesSm)
+    known[0][kBuiltinSm] = sm;
+  size_t total = 1;
   for (const ast::WhereParam &where : kernel.wheres) {
-    if (where.derived)
-      continue;
     std::vector<Specialization> next;
-    for (const Specialization &prefix : result)
-      for (int64_t value : where.values) {
+    std::vector<std::map<std::string, int64_t>> nextKnown;
+    size_t nextTotal = 0;
+    for (size_t i = 0; i < result.size(); ++i) {
+      std::vector<int64_t> values = where.values;
+      bool picked = false;
+      if (where.derived) {
+        std::optional<std::set<int64_t>> choices = possibleValues(*where.derived, known[i]);
+        if (!choices || choices->empty()) { // the checker reports it
+          next.push_back(result[i]);
+          nextKnown.push_back(known[i]);
+          ++nextTotal;
+          continue;
+        }
+        values.assign(choices->begin(), choices->end());
+        picked = values.size() > 1;
+      }
+      nextTotal += values.size();
+      for (int64_t value : values) {
         if (next.size() == kMaxSpecializations)
           break;
-        Specialization extended = prefix;
-        extended.values.emplace_back(where.name, value);
+        Specialization extended = result[i];
+        std::map<std::string, int64_t> extendedKnown = known[i];
+        extendedKnown[where.name] = value;
+        if (!where.derived || picked)
+          extended.values.emplace_back(where.name, value);
+        if (picked)
+          extended.pickedBySizes.insert(where.name);
         next.push_back(std::move(extended));
+        nextKnown.push_back(std::move(extendedKnown));
       }
+    }
+    // What the cap cut off multiplies too.
+    if (!result.empty())
+      total = std::min<size_t>(total * std::max<size_t>(nextTotal, 1) / result.size(), size_t(1) << 30);
     result = std::move(next);
+    known = std::move(nextKnown);
   }
+  if (uncapped)
+    *uncapped = total;
   return result;
 }
 
@@ -78,7 +123,6 @@ namespace {
 // --- checks that do not depend on the specialisation -------------------------
 
 /// The target's compute capability, as a compile-time constant of every kernel.
-constexpr const char *kBuiltinSm = "sm";
 
 bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -111,7 +155,6 @@ void checkKernelHeader(const ast::Kernel &kernel, DiagnosticEngine &diags) {
     }
 
   std::map<std::string, SourceLocation> wheres;
-  size_t combinations = 1;
   for (const ast::WhereParam &where : kernel.wheres) {
     auto [it, inserted] = wheres.emplace(where.name, where.loc);
     if (!inserted) {
@@ -132,10 +175,7 @@ void checkKernelHeader(const ast::Kernel &kernel, DiagnosticEngine &diags) {
       if (isDim && value <= 0)
         diags.report(where.valueLocs[i], DiagId::NonPositiveSize, fmt::format("dimension `{}`", where.name), value);
     }
-    combinations = std::min<size_t>(combinations * std::max<size_t>(where.values.size(), 1), 1u << 30);
   }
-  if (combinations > kMaxSpecializations)
-    diags.report(kernel.loc, DiagId::TooManySpecializations, kernel.name, combinations, kMaxSpecializations);
 
   checkDerivedDims(kernel, diags);
 
@@ -165,7 +205,10 @@ bool checkFile(const ast::File &file, DiagnosticEngine &diags, int64_t sm) {
     }
     checkKernelHeader(kernel, diags);
 
-    std::vector<Specialization> specializations = specializationsOf(kernel, sm);
+    size_t combinations = 0;
+    std::vector<Specialization> specializations = specializationsOf(kernel, sm, &combinations);
+    if (combinations > kMaxSpecializations)
+      diags.report(kernel.loc, DiagId::TooManySpecializations, kernel.name, combinations, kMaxSpecializations);
     // A specialisation is named `NAME__D64` in the generated code, which a
     // kernel of that name would also be.
     for (const Specialization &specialization : specializations) {
@@ -320,17 +363,29 @@ void KernelChecker::checkStatements(const std::vector<ast::StmtPtr> &body) {
   }
 }
 
-/// `where NAME = e`: e is evaluated under the specialisation, from literals
-/// and the `where` values before it.
+/// `where NAME = e`: e is evaluated under the specialisation, from literals,
+/// the `where` values before it and `sm`; where it depends on the sizes, it
+/// must pick among compile-time values, and the specialisation holds the one
+/// it stands for.
 std::optional<int64_t> KernelChecker::derivedValue(const ast::WhereParam &where) {
   Type type = checkValue(*where.derived);
   if (!type.isScalar() || type.elem != ElemType::I32) {
     requireIntScalar(type, fmt::format("`{}`", where.name).c_str(), where.derived->loc);
     return std::nullopt;
   }
-  std::optional<int64_t> value = evalConstQuietly(*where.derived);
+  std::optional<int64_t> value = specialization_.pickedBySizes.count(where.name)
+                                     ? specialization_.lookup(where.name)
+                                     : evalConstQuietly(*where.derived);
   if (!value) {
-    report(where.derived->loc, DiagId::WhereNotConstant, where.name);
+    std::map<std::string, int64_t> known(facts_.derived.begin(), facts_.derived.end());
+    for (const auto &[name, v] : specialization_.values)
+      known[name] = v;
+    std::optional<std::set<int64_t>> choices = possibleValues(*where.derived, known);
+    if (choices && choices->size() == 1)
+      value = *choices->begin();
+  }
+  if (!value) {
+    report(where.derived->loc, DiagId::WhereNotConstant, where.name, kMaxChoices);
     return std::nullopt;
   }
   facts_.derived[where.name] = *value;

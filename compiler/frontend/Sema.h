@@ -4,6 +4,7 @@
 #include "support/Diagnostics.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -15,6 +16,10 @@ namespace tkc::sema {
 /// declaration order. A kernel without `where` has one, empty, specialisation.
 struct Specialization {
   std::vector<std::pair<std::string, int64_t>> values;
+  /// The names among `values` of derived constants that depend on the sizes
+  /// (`where BN = where(N >= 2048, 256, 128)`): the launcher picks this
+  /// specialisation where the sizes give these values (SemaChoices.h).
+  std::set<std::string> pickedBySizes;
   /// The target's compute capability (80, 90): the value of the built-in
   /// constant `sm`, so that a schedule can differ between targets.
   int64_t sm = 80;
@@ -29,9 +34,11 @@ struct Specialization {
 /// A kernel may expand to at most this many specialisations.
 constexpr size_t kMaxSpecializations = 64;
 
-/// The cartesian product of the kernel's `where` values, first parameter
-/// varying slowest; capped at kMaxSpecializations.
-std::vector<Specialization> specializationsOf(const ast::Kernel &kernel, int64_t sm = 80);
+/// The cartesian product of the kernel's `where` values, and of the values
+/// that each derived constant depending on the sizes can take under them,
+/// first `where` varying slowest; capped at kMaxSpecializations
+/// (`uncapped`, when given, receives the number before the cap).
+std::vector<Specialization> specializationsOf(const ast::Kernel &kernel, int64_t sm = 80, size_t *uncapped = nullptr);
 
 /// Everything the checker worked out about one kernel under one
 /// specialisation that lowering needs and cannot see in the syntax.

@@ -73,6 +73,11 @@ double roundTo(DType dtype, double value) {
   return value;
 }
 
+std::optional<bool> Interpreter::picks(const Kernel &kernel, std::vector<Tensor> &tensors) {
+  detail::Machine machine(kernel, tensors, diags_, options_);
+  return machine.runGuards();
+}
+
 bool Interpreter::run(const Kernel &kernel, std::vector<Tensor> &tensors) {
   detail::Machine machine(kernel, tensors, diags_, options_);
   return machine.run();

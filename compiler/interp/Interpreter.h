@@ -2,6 +2,7 @@
 #include "ir/IR.h"
 #include "support/Diagnostics.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,11 @@ public:
   /// parameters are taken from the dims of the tensors that name them.
   /// Reports what went wrong at the op that did it and returns false.
   bool run(const ir::Kernel &kernel, std::vector<Tensor> &tensors);
+
+  /// Whether the launcher would run this specialisation of a kernel on
+  /// `tensors`: its launch block's variant guards (constants that the sizes
+  /// pick) hold. Nothing after reporting an error.
+  std::optional<bool> picks(const ir::Kernel &kernel, std::vector<Tensor> &tensors);
 
 private:
   DiagnosticEngine &diags_;

@@ -114,6 +114,14 @@ bool Machine::checkLimits(const Op &op, const Value &v) {
   return false;
 }
 
+std::optional<bool> Machine::runGuards() {
+  int64_t extent[3];
+  guardsHold_ = true;
+  if (!runLaunch(extent))
+    return std::nullopt;
+  return guardsHold_;
+}
+
 bool Machine::runLaunch(int64_t (&extent)[3]) {
   const Block &launch = kernel_.launch;
   if (launch.ops.empty() || launch.ops.back()->kind != OpKind::Grid || launch.ops.back()->operands.size() != 3) {
@@ -293,6 +301,11 @@ Machine::Status Machine::exec(Context &ctx, const Op &op) {
   case OpKind::For: return finish(ctx, op, execFor(ctx, op));
   case OpKind::Yield: return finish(ctx, op, execYield(ctx, op));
   case OpKind::Grid: return finish(ctx, op, Status::Next); // the launch block's result, read by runLaunch
+  // Every specialisation computes the same function; the guard only says
+  // which one the launcher would pick for these sizes.
+  case OpKind::VariantGuard:
+    guardsHold_ = guardsHold_ && static_cast<int64_t>(get(ctx, op.operands[0]).scalar) == op.intAttr("value");
+    return finish(ctx, op, Status::Next);
   case OpKind::SmemAlloc: return finish(ctx, op, execSmemAlloc(ctx, op));
   case OpKind::StageView: return finish(ctx, op, execStageView(ctx, op));
   case OpKind::AsyncLoad: return finish(ctx, op, execAsyncLoad(ctx, op));

@@ -240,6 +240,9 @@ public:
 
   /// Runs the launch block and then every block of the grid.
   bool run();
+  /// Runs the launch block alone: whether its variant guards hold (the
+  /// launcher would run this specialisation), or nothing after an error.
+  std::optional<bool> runGuards();
 
 private:
   enum class Status { Next, Blocked, Failed };
@@ -389,6 +392,8 @@ private:
   std::vector<Tensor> &tensors_;
   DiagnosticEngine &diags_;
   const Options &options_;
+  /// Whether every variant_guard the launch block ran held.
+  bool guardsHold_ = true;
   int64_t block_[3] = {0, 0, 0};
   int64_t gridX_ = 1;
   uint64_t clock_ = 0; ///< ops executed, for the wgmma_fence rule

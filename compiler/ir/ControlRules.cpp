@@ -61,6 +61,20 @@ std::string checkGrid(const Op &op) {
   return "";
 }
 
+/// variant_guard %v {name = "BN", value = 256}: the launcher runs this
+/// specialisation only where %v, computed from the sizes, is `value`.
+std::string checkVariantGuard(const Op &op) {
+  if (auto error = checkCounts(op, 1, 0); !error.empty())
+    return error;
+  if (!isScalarOf(operandType(op, 0), DType::I32))
+    return fmt::format("operand #0 must be i32, but is {}", operandType(op, 0).str());
+  if (op.strAttr("name", "").empty())
+    return "needs a `name` attribute: the constant it picks";
+  if (!op.attrs.count("value"))
+    return "needs a `value` attribute";
+  return "";
+}
+
 /// turn_wait and turn_pass.
 std::string checkTurn(const Op &op) {
   if (auto error = checkCounts(op, 0, 0); !error.empty())

@@ -90,6 +90,7 @@ std::string checkWarpgroupBarrier(const Op &op);
 std::string checkFor(const Op &op);
 std::string checkYield(const Op &op);
 std::string checkGrid(const Op &op);
+std::string checkVariantGuard(const Op &op);
 std::string checkTurn(const Op &op);
 
 } // namespace tkc::ir::rules

@@ -38,6 +38,7 @@ std::string checkOpRules(const Op &op) {
   case OpKind::For: return checkFor(op);
   case OpKind::Yield: return checkYield(op);
   case OpKind::Grid: return checkGrid(op);
+  case OpKind::VariantGuard: return checkVariantGuard(op);
   case OpKind::SmemAlloc: return checkSmemAlloc(op);
   case OpKind::StageView: return checkStageView(op);
   case OpKind::AsyncLoad: return checkAsyncLoad(op);

@@ -154,6 +154,10 @@ private:
       opError(op, "is not allowed in `launch`, which computes the grid from scalars on the host");
       return false;
     }
+    if (op.kind == OpKind::VariantGuard && role != BlockRole::Launch) {
+      opError(op, "belongs in `launch`, where the launcher picks a specialisation");
+      return false;
+    }
     if (op.kind == OpKind::Grid && !(role == BlockRole::Launch && isLast)) {
       opError(op, "must be the last op of `launch`");
       return false;

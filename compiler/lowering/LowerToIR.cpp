@@ -92,7 +92,11 @@ public:
   void run() {
     out_.name = specialization_.kernelName(kernel_.name);
     out_.sourceName = kernel_.name;
-    out_.specialization = specialization_.values;
+    // The constants that the sizes pick are no launcher argument: the
+    // launch block's guards say where the launcher runs this kernel.
+    for (const auto &[name, value] : specialization_.values)
+      if (!specialization_.pickedBySizes.count(name))
+        out_.specialization.emplace_back(name, value);
     out_.warps = static_cast<int>(facts_.warps);
     out_.persistent = facts_.persistent;
     out_.loc = kernel_.loc;
@@ -182,6 +186,15 @@ private:
     std::vector<ir::Value *> extents;
     for (const ast::ExprPtr &extent : kernel_.grid)
       extents.push_back(lower(*extent));
+    // A constant that the sizes pick: the launcher runs this specialisation
+    // where the sizes give its value here.
+    for (const ast::WhereParam &where : kernel_.wheres)
+      if (specialization_.pickedBySizes.count(where.name)) {
+        ir::Value *picked = lower(*where.derived);
+        builder.setLoc(where.loc);
+        builder.create(OpKind::VariantGuard, {picked}, {},
+                       {{"name", ir::Attr(where.name)}, {"value", ir::Attr(*specialization_.lookup(where.name))}});
+      }
     builder.setLoc(kernel_.gridLoc);
     while (extents.size() < 3)
       extents.push_back(builder.constInt(1));

@@ -16,6 +16,7 @@ bool hasSideEffects(const Op &op) {
   case OpKind::Barrier:
   case OpKind::Yield:
   case OpKind::Grid:
+  case OpKind::VariantGuard:
   // The Hopper pipeline's synchronisation, copies and asynchronous products:
   // their effects are on barriers, shared memory and the issue order.
   case OpKind::MbarrierInit:

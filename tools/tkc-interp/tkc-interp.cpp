@@ -445,6 +445,41 @@ int runIRFile(SourceManager &sources, uint32_t file, DiagnosticEngine &diags,
   return ok ? 0 : 1;
 }
 
+/// `name` without the constants that the sizes pick (`rows__D64` for
+/// `rows__D64__BM128`): the specialisation whose guards hold for the --size
+/// values, as the launcher would pick it; null when no kernel is named so,
+/// nothing after an error.
+std::optional<ir::Kernel *> pickBySizes(ir::Module &module, const std::string &name,
+                                        const std::map<std::string, int64_t> &symbols, DiagnosticEngine &diags) {
+  for (auto &k : module.kernels) {
+    std::string unpicked = k->name;
+    bool guarded = false;
+    for (auto &op : k->launch.ops)
+      if (op->kind == ir::OpKind::VariantGuard) {
+        std::string part = fmt::format("__{}{}", op->strAttr("name"), op->intAttr("value"));
+        if (size_t at = unpicked.find(part); at != std::string::npos)
+          unpicked.erase(at, part.size());
+        guarded = true;
+      }
+    if (!guarded || unpicked != name)
+      continue;
+    std::string error;
+    std::vector<interp::Tensor> tensors = inputTensors(*k, symbols, error);
+    if (!error.empty()) {
+      std::fprintf(stderr, "tkc-interp: error: %s\n", error.c_str());
+      return std::nullopt;
+    }
+    std::optional<bool> picks = interp::Interpreter(diags).picks(*k, tensors);
+    if (!picks)
+      return std::nullopt;
+    if (*picks) {
+      std::printf("picked: @%s\n", k->name.c_str());
+      return k.get();
+    }
+  }
+  return nullptr;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -494,6 +529,12 @@ int main(int argc, char **argv) {
   for (auto &k : module->kernels)
     if (k->name == kernelName)
       kernel = k.get();
+  if (!kernel) {
+    std::optional<ir::Kernel *> picked = pickBySizes(*module, kernelName, symbols, diags);
+    if (!picked)
+      return 1;
+    kernel = *picked;
+  }
   if (!kernel) {
     diags.report({}, DiagId::KernelNotFound, kernelName.getValue());
     return 1;

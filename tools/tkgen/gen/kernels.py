@@ -6,6 +6,8 @@ block or by loop iteration), except through atomic_add, so that the result
 does not depend on the order the blocks run in.
 """
 
+import random
+
 from . import derived as D
 from . import exprs as E
 from . import gathers as G
@@ -416,8 +418,12 @@ def gemm(k):
         lead, at = (["NB"], "block.z, ")
     declare_dim(k, "M", bm)
     if bn >= 64 and k.rng.random() < 0.3:
-        # Rows per target: the tiles of the epilogue are BM rows on both.
-        k.annotations.append(f"where BM = where(sm >= 90, {bm}, 64)")
+        # Rows per target (the tiles of the epilogue are BM rows on both),
+        # or by the size of M: a specialisation each, the launcher picks.
+        # A stream of its own keeps the kernels of a seed as they were.
+        by_size = k.has("picked_where") and random.Random(f"picked_where:{k.name}").random() < 0.5
+        condition = f"M >= {bm + 1}" if by_size else "sm >= 90"
+        k.annotations.append(f"where BM = where({condition}, {bm}, 64)")
         bm = bm_name = "BM"
     else:
         bm_name = str(bm)

@@ -21,6 +21,7 @@ FEATURES = {
     "gather": "loads through i32 index tiles (X[r +: E, t], X[t, c +: E], W[t]) from inputs with some indices out of range",
     "derived_dims": "parameter dims that are expressions of other dims and where values (cdiv(M, 32), M + 8 - M % 8)",
     "batched": "GEMMs over 3-d operands and results, one batch index a block (block.z)",
+    "picked_where": "a GEMM's rows picked by the size of M (`where BM = where(M >= 129, 128, 64)`): the launcher picks",
 }
 ALL_FEATURES = frozenset(FEATURES) | frozenset(SKELETONS)
 

@@ -1,6 +1,6 @@
 """The kernels the GPU harness checks and benchmarks (a class each, in
 workloads_matmul.py, workloads_fp8.py, workloads_rows.py, workloads_resln.py,
-workloads_xent.py and workloads_based.py;
+workloads_xent.py, workloads_based.py and workloads_hedgehog.py;
 workload_base.py says what a workload is), the harness's own smoke test,
 and how a run picks them.
 Sizes are plain dicts; torch is imported only inside methods.
@@ -16,6 +16,7 @@ from workloads_fp8 import GemmFp8
 from workloads_resln import ResidualLayerNorm, ResidualLayerNormBwd
 from workloads_xent import CrossEntropy, CrossEntropyFused, CrossEntropyTrain
 from workloads_based import Based, BasedBwd
+from workloads_hedgehog import Hedgehog
 
 
 # --- the harness's own smoke test (tools/gpu/selftest_abi.cu) -------------------------------
@@ -64,11 +65,12 @@ class SelftestAxpy(Workload):
 WORKLOADS = [Gemm(), GemmTN(), GemmSplitK(), AttnFwd(), AttnBwd(), LayerNorm(), LayerNormBwd(), BiasGrad(), Softmax(),
              RmsNorm(), RmsNormBwd(), Rotary(), RotaryBwd(), CrossEntropy(), CrossEntropyTrain(), CrossEntropyFused(),
              LinearGelu(), GeluBwd(), SwiGlu(), ResidualLayerNorm(), ResidualLayerNormBwd(), GemmFp8(),
-             Based(), BasedBwd()]
+             Based(), BasedBwd(), Hedgehog()]
 SELFTEST = SelftestAxpy()
 BY_NAME = {w.name: w for w in WORKLOADS + [SELFTEST]}
 ALIASES = {"selftest": "axpy", "attention_fwd": "attn_fwd", "attn": "attn_fwd", "attention_bwd": "attn_bwd",
-           "cross_entropy": "xent_train", "based": "based_fwd"}
+           "cross_entropy": "xent_train", "based": "based_fwd",
+           "hedgehog": "hedgehog_fwd"}
 
 
 def select(only, include_selftest):

@@ -166,6 +166,31 @@ bool emitHostScalarOp(const Op &op, std::map<const Value *, std::string> &names,
   return true;
 }
 
+/// The launch block's ops whose results only variant guards read, directly
+/// or through other such ops: the choice of a specialisation computes them,
+/// the grid does not.
+std::set<const Op *> guardOnlyOps(const Kernel &k) {
+  std::set<const Op *> guardOnly;
+  for (auto it = k.launch.ops.rbegin(); it != k.launch.ops.rend(); ++it) {
+    const Op &op = **it;
+    if (op.kind == OpKind::VariantGuard) {
+      guardOnly.insert(&op);
+      continue;
+    }
+    bool used = false, onlyByGuards = true;
+    for (auto &user : k.launch.ops)
+      for (const Value *operand : user->operands)
+        for (auto &result : op.results)
+          if (operand == result.get()) {
+            used = true;
+            onlyByGuards = onlyByGuards && guardOnly.count(user.get());
+          }
+    if (used && onlyByGuards)
+      guardOnly.insert(&op);
+  }
+  return guardOnly;
+}
+
 /// Prints the scalar ops of the launch block as host locals and returns the
 /// three grid extents (`num_sms` reads the `multiprocessors` local), or
 /// nothing after reporting an op the host cannot compute. The launcher
@@ -176,8 +201,9 @@ std::optional<std::vector<std::string>> emitGridExtents(const Kernel &k, std::ma
                                                         CodeWriter &out, DiagnosticEngine &diags) {
   int temp = 0;
   std::vector<std::string> grid{"1", "1", "1"};
+  std::set<const Op *> guardOnly = guardOnlyOps(k);
   for (auto &op : k.launch.ops) {
-    if (op->kind == OpKind::Const || op->kind == OpKind::VariantGuard)
+    if (op->kind == OpKind::Const || guardOnly.count(op.get()))
       continue;
     if (op->kind == OpKind::Grid) {
       for (size_t i = 0; i < 3 && i < op->operands.size(); ++i) {
